@@ -1,0 +1,75 @@
+// Command repro reproduces and bisects API disruption during a kube-apiserver
+// revision rollout. See the README for the commands it offers.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// exitCoder is implemented by errors that carry their own process exit code
+// (3 for disruption over the limit, 130 for an interrupted run).
+type exitCoder interface {
+	ExitCode() int
+}
+
+// codedError pairs an error with the exit code it should end the process with.
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+func (e *codedError) ExitCode() int { return e.code }
+
+// withExitCode wraps err so that main exits with code.
+func withExitCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &codedError{code: code, err: err}
+}
+
+// exitInterrupted is the conventional exit code of a process ended by SIGINT.
+const exitInterrupted = 130
+
+func main() {
+	ctx, stop := interruptContext()
+	defer stop()
+	err := newRootCmd().ExecuteContext(ctx)
+	if err == nil {
+		return
+	}
+	code := 1
+	var ec exitCoder
+	if errors.As(err, &ec) {
+		code = ec.ExitCode()
+	} else if ctx.Err() != nil {
+		code = exitInterrupted
+	}
+	fmt.Fprintln(os.Stderr, "repro:", err)
+	os.Exit(code)
+}
+
+// interruptContext returns a context cancelled by the first SIGINT or SIGTERM,
+// so commands stop cleanly and keep what they measured; a second signal exits
+// at once.
+func interruptContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		fmt.Fprintln(os.Stderr, "\nrepro: interrupted, stopping and writing partial results (press Ctrl-C again to exit at once)")
+		cancel()
+		<-sigs
+		fmt.Fprintln(os.Stderr, "repro: second interrupt, exiting now")
+		os.Exit(exitInterrupted)
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel() }
+}
