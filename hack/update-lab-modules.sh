@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Regenerates the embedded build modules of the lab's binaries
+# (lab/binaries/<name>/*.src) for the versions below. They are separate
+# modules because k8s.io/kubernetes replaces its staging modules, which must
+# not reach repro's own go.mod. Run after changing a version, then rebuild
+# with `go run ./cmd/repro lab build`.
+set -euo pipefail
+
+KUBE_VERSION=${KUBE_VERSION:-v1.34.4}
+ETCD_VERSION=${ETCD_VERSION:-v3.6.4}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export GOWORK=off GOFLAGS=-mod=mod
+
+# kube-apiserver: k8s.io/kubernetes requires its staging modules at v0.0.0
+# and replaces them with ./staging paths; a consumer must replace each with
+# the matching v0.x release.
+kdir=$work/kube-apiserver
+mkdir -p "$kdir"
+cd "$kdir"
+go mod init repro.local/lab/kube-apiserver >/dev/null 2>&1
+go mod edit -go=1.24.0
+staging_minor=v0.${KUBE_VERSION#v1.}
+modfile=$(go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')
+for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$modfile"); do
+	case $m in k8s.io/sample-cli-plugin|k8s.io/sample-controller) continue ;; esac
+	go mod edit -replace "$m=$m@$staging_minor"
+done
+cat >tools.go <<'GO'
+//go:build tools
+
+// Package tools pins the kube-apiserver command so go mod tidy keeps its dependencies.
+package tools
+
+import _ "k8s.io/kubernetes/cmd/kube-apiserver"
+GO
+go get "k8s.io/kubernetes@${KUBE_VERSION}"
+go mod tidy
+dst=$root/lab/binaries/kube-apiserver
+cp go.mod "$dst/go.mod.src"
+cp go.sum "$dst/go.sum.src"
+cp tools.go "$dst/tools.go.src"
+
+# etcd: the server's own entry point (etcdmain), built as a small main module.
+edir=$work/etcd
+mkdir -p "$edir"
+cd "$edir"
+go mod init repro.local/lab/etcd >/dev/null 2>&1
+go mod edit -go=1.24.0
+cat >main.go <<'GO'
+// Command etcd is etcd's own server entry point, built here so the lab runs the
+// etcd version Kubernetes 1.34 pins.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
+go mod tidy
+dst=$root/lab/binaries/etcd
+cp go.mod "$dst/go.mod.src"
+cp go.sum "$dst/go.sum.src"
+cp main.go "$dst/main.go.src"
+echo "updated lab build modules: kube-apiserver ${KUBE_VERSION}, etcd ${ETCD_VERSION}"

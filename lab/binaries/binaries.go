@@ -1,0 +1,400 @@
+// Package binaries builds and caches the programs the lab runs: kube-apiserver
+// and etcd at the versions OpenShift's Kubernetes pins.
+//
+// They are built from the Go module proxy in modules of their own, never the
+// repro module, because kube-apiserver's dependency graph (k8s.io/kubernetes
+// with its staging replaces) must not pull repro's k8s.io libraries to another
+// release. The modules' files are embedded here under names the go tool does
+// not treat as nested modules (go.mod.src, ...); hack/update-lab-modules.sh
+// regenerates them. On first use they are written to
+// $XDG_CACHE_HOME/repro/build/<name>-<version>/ and built there; the binary is
+// installed to $XDG_CACHE_HOME/repro/bin/<name>-<version>/<name>. This works
+// from `go run`, `go test` and an installed repro binary alike.
+package binaries
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
+)
+
+//go:embed kube-apiserver/*.src etcd/*.src
+var sources embed.FS
+
+// Spec describes one buildable program.
+type Spec struct {
+	// Name is the program name, also the binary's file name.
+	Name string
+	// Version is the upstream version the embedded module pins.
+	Version string
+	// Package is the import path passed to go build inside the module.
+	Package string
+	// LDFlags are passed to go build; kube-apiserver needs its version stamped
+	// so clients (and the operator) see v1.34.4 rather than v0.0.0.
+	LDFlags string
+	// dir is the folder of the embedded module files.
+	dir string
+	// ColdBuild is the measured cold build time on 2 cores, shown before the
+	// first build so the wait is expected.
+	ColdBuild time.Duration
+}
+
+// KubeAPIServer is kube-apiserver v1.34.4, the Kubernetes release the lab pins.
+var KubeAPIServer = Spec{
+	Name:    "kube-apiserver",
+	Version: "v1.34.4",
+	Package: "k8s.io/kubernetes/cmd/kube-apiserver",
+	LDFlags: "-s -w -X k8s.io/component-base/version.gitVersion=v1.34.4 " +
+		"-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34",
+	dir:       "kube-apiserver",
+	ColdBuild: 4 * time.Minute,
+}
+
+// Etcd is etcd v3.6.4, the version Kubernetes 1.34 pins.
+var Etcd = Spec{
+	Name:      "etcd",
+	Version:   "v3.6.4",
+	Package:   ".",
+	LDFlags:   "-s -w",
+	dir:       "etcd",
+	ColdBuild: time.Minute,
+}
+
+// All lists every program the lab needs, in build order.
+var All = []Spec{Etcd, KubeAPIServer}
+
+// ErrNoGoToolchain is returned when a binary must be built and no go command
+// is on PATH.
+var ErrNoGoToolchain = errors.New("no Go toolchain on PATH")
+
+// Options tunes Ensure.
+type Options struct {
+	// CacheDir overrides the cache root (default os.UserCacheDir()/repro).
+	CacheDir string
+	// Progress receives build progress; a terminal gets a live bar, anything
+	// else a line every few percent. Nil means silent.
+	Progress io.Writer
+}
+
+func (o Options) root() (string, error) {
+	if o.CacheDir != "" {
+		return o.CacheDir, nil
+	}
+	if d := os.Getenv("REPRO_CACHE_DIR"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the user cache dir for the lab's binaries: %w", err)
+	}
+	return filepath.Join(d, "repro"), nil
+}
+
+// sourceHash identifies the embedded module files, so a changed go.mod with
+// the same version still rebuilds.
+func (s Spec) sourceHash() (string, error) {
+	h := sha256.New()
+	ents, err := fs.ReadDir(sources, s.dir)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		b, err := sources.ReadFile(path.Join(s.dir, e.Name()))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", e.Name(), len(b))
+		h.Write(b)
+	}
+	fmt.Fprintf(h, "%s\x00%s\x00%s", s.Package, s.LDFlags, s.Version)
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// Path returns where the cached binary lives and whether it is present and
+// built from the current embedded sources.
+func Path(s Spec, o Options) (string, bool, error) {
+	root, err := o.root()
+	if err != nil {
+		return "", false, err
+	}
+	p := filepath.Join(root, "bin", s.Name+"-"+s.Version, s.Name)
+	want, err := s.sourceHash()
+	if err != nil {
+		return "", false, err
+	}
+	stamp, err := os.ReadFile(p + ".stamp")
+	if err != nil {
+		return p, false, nil
+	}
+	if _, err := os.Stat(p); err != nil {
+		return p, false, nil
+	}
+	return p, strings.TrimSpace(string(stamp)) == want, nil
+}
+
+// Ensure returns the path of the cached binary, building it first when it is
+// missing. Concurrent callers (parallel test binaries, two repro processes)
+// serialise on a lock file so one builds and the others reuse its result.
+func Ensure(ctx context.Context, s Spec, o Options) (string, error) {
+	p, ok, err := Path(s, o)
+	if err != nil || ok {
+		return p, err
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("%s %s is not built yet and building it needs a Go toolchain: %w (install Go 1.24 or newer, or pass --%s PATH)", s.Name, s.Version, ErrNoGoToolchain, s.Name)
+	}
+	root, _ := o.root()
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := lockFile(ctx, filepath.Join(root, "build-"+s.Name+".lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	// Another process may have finished the build while we waited.
+	if p, ok, err := Path(s, o); err != nil || ok {
+		return p, err
+	}
+	if err := build(ctx, goBin, s, root, p, o.Progress); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// lockFile takes an exclusive flock, giving up when ctx ends.
+func lockFile(ctx context.Context, name string) (func(), error) {
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// writeSources lays the embedded module into dir, dropping the .src suffix.
+func writeSources(s Spec, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ents, err := fs.ReadDir(sources, s.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		b, err := sources.ReadFile(path.Join(s.dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, strings.TrimSuffix(e.Name(), ".src")), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func goEnv(dir string) []string {
+	env := os.Environ()
+	// The user's GOFLAGS (say -mod=vendor) and a go.work above the cache dir
+	// must not change how the pinned module builds.
+	return append(env, "GOFLAGS=-mod=mod -buildvcs=false", "GOWORK=off", "PWD="+dir)
+}
+
+func build(ctx context.Context, goBin string, s Spec, root, out string, progress io.Writer) error {
+	start := time.Now()
+	dir := filepath.Join(root, "build", s.Name+"-"+s.Version)
+	if err := writeSources(s, dir); err != nil {
+		return fmt.Errorf("writing the %s build module: %w", s.Name, err)
+	}
+	say := func(format string, args ...any) {
+		if progress != nil {
+			fmt.Fprintf(progress, format+"\n", args...)
+		}
+	}
+	say("building %s %s from the Go module proxy (first use only; about %s cold on 2 cores) in %s",
+		s.Name, s.Version, s.ColdBuild.Round(time.Second), dir)
+
+	// Downloading comes first and is separately visible: on a cold machine it
+	// is a large share of the wait and prints nothing itself.
+	say("  downloading modules...")
+	dl := exec.CommandContext(ctx, goBin, "mod", "download")
+	dl.Dir, dl.Env = dir, goEnv(dir)
+	if b, err := dl.CombinedOutput(); err != nil {
+		return fmt.Errorf("downloading %s's modules: %v: %s", s.Name, err, tail(string(b), 10))
+	}
+
+	// Count what go build -v may print: every non-standard package in the
+	// graph. Packages already in the build cache print nothing, so a warm
+	// cache finishes early; the total is an upper bound, never a guess low.
+	ls := exec.CommandContext(ctx, goBin, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", s.Package)
+	ls.Dir, ls.Env = dir, goEnv(dir)
+	lsOut, err := ls.Output()
+	if err != nil {
+		return fmt.Errorf("listing %s's packages: %v", s.Name, err)
+	}
+	total := 0
+	for _, l := range strings.Split(string(lsOut), "\n") {
+		if strings.TrimSpace(l) != "" {
+			total++
+		}
+	}
+
+	tmp := out + ".tmp"
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, goBin, "build", "-v", "-trimpath", "-ldflags", s.LDFlags, "-o", tmp, s.Package)
+	cmd.Dir, cmd.Env = dir, goEnv(dir)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	rep := newReporter(progress, s.Name, total)
+	var lines []string
+	sc := bufio.NewScanner(stderr)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		l := sc.Text()
+		lines = append(lines, l)
+		if len(lines) > 200 {
+			lines = lines[len(lines)-100:]
+		}
+		// -v prints one import path per compiled package; anything else (a
+		// compiler error) is kept for the error message.
+		if !strings.ContainsAny(l, " \t:") {
+			rep.inc()
+		}
+	}
+	err = cmd.Wait()
+	rep.done(err == nil)
+	if err != nil {
+		os.Remove(tmp)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("building %s %s failed: %v\n%s", s.Name, s.Version, err, tail(strings.Join(lines, "\n"), 15))
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return err
+	}
+	h, _ := s.sourceHash()
+	if err := os.WriteFile(out+".stamp", []byte(h+"\n"), 0o644); err != nil {
+		return err
+	}
+	say("built %s %s in %s -> %s", s.Name, s.Version, time.Since(start).Round(time.Second), out)
+	return nil
+}
+
+// reporter shows compile progress: an mpb bar with an ETA on a terminal, a
+// line per 10% elsewhere (CI logs, go test output).
+type reporter struct {
+	w     io.Writer
+	name  string
+	total int
+	n     int
+	last  int
+	start time.Time
+	p     *mpb.Progress
+	bar   *mpb.Bar
+}
+
+func newReporter(w io.Writer, name string, total int) *reporter {
+	r := &reporter{w: w, name: name, total: total, start: time.Now()}
+	if w == nil {
+		return r
+	}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		r.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(40))
+		r.bar = r.p.AddBar(int64(total),
+			mpb.PrependDecorators(decor.Name("  compiling "+name+" "), decor.CountersNoUnit("%d/%d pkgs ")),
+			mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_MMSS), decor.Name(" eta ~"), decor.AverageETA(decor.ET_STYLE_MMSS)),
+		)
+	}
+	return r
+}
+
+func (r *reporter) inc() {
+	r.n++
+	if r.bar != nil {
+		if int64(r.n) <= int64(r.total) {
+			r.bar.Increment()
+		}
+		return
+	}
+	if r.w == nil || r.total == 0 {
+		return
+	}
+	pct := r.n * 100 / r.total
+	if pct/10 > r.last/10 {
+		r.last = pct
+		el := time.Since(r.start)
+		eta := time.Duration(float64(el) / float64(r.n) * float64(r.total-r.n))
+		fmt.Fprintf(r.w, "  compiling %s: %d/%d packages (%d%%), %s elapsed, about %s left\n",
+			r.name, r.n, r.total, pct, el.Round(time.Second), eta.Round(time.Second))
+	}
+}
+
+func (r *reporter) done(ok bool) {
+	if r.bar != nil {
+		if ok {
+			r.bar.SetTotal(int64(r.n), true)
+		} else {
+			r.bar.Abort(false)
+		}
+		r.p.Wait()
+	}
+}
+
+func tail(s string, n int) string {
+	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return strings.Join(ls, "\n")
+}
+
+// Names lists the program names, sorted, for messages.
+func Names() []string {
+	var n []string
+	for _, s := range All {
+		n = append(n, s.Name)
+	}
+	sort.Strings(n)
+	return n
+}

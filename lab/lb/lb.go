@@ -1,0 +1,622 @@
+// Package lb is the lab's load balancer: a TCP pass-through balancer modelled
+// on a cloud network load balancer (AWS NLB) in front of the apiservers.
+//
+// What it models, and why:
+//   - TLS passes through untouched: the client's handshake is with the
+//     apiserver, as behind an NLB, so failures look the same to a client.
+//   - Health checks are HTTPS GET /readyz with an interval, a timeout and
+//     healthy/unhealthy thresholds; a target starts unhealthy ("initial") and
+//     needs HealthyThreshold passes in a row to enter service.
+//   - New connections go only to targets in service; established connections
+//     are left alone when a target turns unhealthy (NLB's default).
+//   - With no target in service the NLB fails open and spreads over all
+//     registered targets, as AWS documents.
+//   - Every accepted connection is recorded (client address as the LB sees
+//     it, target, open/close times, bytes), so every sample a prober takes can
+//     be attributed to the apiserver that served it.
+//
+// Fault behaviours (late deregistration, resets on unhealthy, blackholing)
+// plug in through Policy; the default policy is the plain NLB.
+package lb
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Target is one backend, identified by name (the node name in the lab).
+type Target struct {
+	Name string
+	Addr string
+}
+
+// HealthCheck configures target health checking.
+type HealthCheck struct {
+	// Path is requested over HTTPS; 200 passes (AWS's default matcher).
+	Path string
+	// Interval between checks of one target.
+	Interval time.Duration
+	// Timeout of one check; a timeout is a failure.
+	Timeout time.Duration
+	// HealthyThreshold is how many passes in a row make a target healthy.
+	HealthyThreshold int
+	// UnhealthyThreshold is how many failures in a row make it unhealthy.
+	UnhealthyThreshold int
+	// TLS verifies the targets (the lab's CA); nil skips verification.
+	TLS *tls.Config
+}
+
+// DefaultHealthCheck scales AWS's installer settings (10 s / 10 s / 2 / 2) by
+// a tenth, so detection (interval x unhealthy threshold = 2 s) stays well
+// inside the lab's 10 s shutdown delay, as 20 s does inside AWS's 129 s.
+func DefaultHealthCheck() HealthCheck {
+	return HealthCheck{Path: "/readyz", Interval: time.Second, Timeout: time.Second, HealthyThreshold: 2, UnhealthyThreshold: 2}
+}
+
+// Options configures a load balancer.
+type Options struct {
+	// Listen is the address to listen on, e.g. "127.0.0.1:0".
+	Listen string
+	// Targets are registered at start. Registered is true for each unless
+	// the caller later deregisters it.
+	Targets []Target
+	// Health is the health-check configuration.
+	Health HealthCheck
+	// Policy decides routing and fault behaviour; nil means NLB().
+	Policy Policy
+	// Records, if set, receives one JSON line per connection opened and
+	// closed (a ConnEvent), for attribution after the run.
+	Records io.Writer
+	// OnHealthChange, if set, is called on every health transition.
+	OnHealthChange func(HealthTransition)
+	// Logger logs transitions; nil is silent.
+	Logger *zap.Logger
+}
+
+// TargetState is a target as the LB sees it at one moment.
+type TargetState struct {
+	Name string `json:"name"`
+	Addr string `json:"addr"`
+	// Healthy is the health-check verdict.
+	Healthy bool `json:"healthy"`
+	// Registered is false while the target is held out of service by its
+	// owner (the lab deregisters an apiserver until it is warmed).
+	Registered bool `json:"registered"`
+	// Since is when Healthy last changed (zero if never).
+	Since time.Time `json:"since"`
+	// Active is the number of open connections to the target.
+	Active int `json:"active"`
+	// LastCheck is the latest check's result text ("200", "timeout", ...).
+	LastCheck string `json:"lastCheck"`
+}
+
+// InService reports whether new connections may be routed to the target.
+func (t TargetState) InService() bool { return t.Healthy && t.Registered }
+
+// HealthTransition is a change of a target's health verdict.
+type HealthTransition struct {
+	Target  string    `json:"target"`
+	Healthy bool      `json:"healthy"`
+	At      time.Time `json:"at"`
+	// Check is the result of the check that tipped the verdict.
+	Check string `json:"check"`
+}
+
+// ConnRecord is one accepted client connection.
+type ConnRecord struct {
+	ID uint64 `json:"id"`
+	// Client is the client's address as the LB sees it: on loopback that is
+	// the prober's local address, the key for attributing a sample.
+	Client string `json:"client"`
+	// Target is the node the connection was sent to ("" if none).
+	Target     string `json:"target,omitempty"`
+	TargetAddr string `json:"targetAddr,omitempty"`
+	// Action is what the LB did: forward, reject, blackhole.
+	Action Action    `json:"action"`
+	Opened time.Time `json:"opened"`
+	// Closed is zero while the connection is open.
+	Closed time.Time `json:"closed,omitzero"`
+	// BytesUp counts client-to-target bytes, BytesDown the reverse.
+	BytesUp   int64 `json:"bytesUp"`
+	BytesDown int64 `json:"bytesDown"`
+	// ClosedBy says which side ended it: client, target, reset (the LB reset
+	// it on a health transition), lb (the LB stopped), dial (the target
+	// refused the LB's connection).
+	ClosedBy string `json:"closedBy,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// ConnEvent is one line of the records stream.
+type ConnEvent struct {
+	Event string `json:"event"` // open or close
+	ConnRecord
+}
+
+// LB is a running load balancer.
+type LB struct {
+	opts   Options
+	policy Policy
+	ln     net.Listener
+	log    *zap.Logger
+
+	mu          sync.Mutex
+	targets     map[string]*target
+	order       []string
+	conns       []*conn
+	byClient    map[string][]*conn
+	transitions []HealthTransition
+	recMu       sync.Mutex
+
+	startedAt time.Time
+	nextID    atomic.Uint64
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closed    atomic.Bool
+}
+
+type target struct {
+	Target
+	healthy    bool
+	registered bool
+	since      time.Time
+	okStreak   int
+	failStreak int
+	lastCheck  string
+	active     map[*conn]struct{}
+}
+
+type conn struct {
+	mu     sync.Mutex
+	rec    ConnRecord
+	client net.Conn
+	up     net.Conn
+	once   sync.Once
+}
+
+// New listens and starts health checking; targets start unhealthy.
+func New(opts Options) (*LB, error) {
+	if opts.Health.Interval <= 0 || opts.Health.Timeout <= 0 || opts.Health.HealthyThreshold < 1 || opts.Health.UnhealthyThreshold < 1 {
+		return nil, fmt.Errorf("load balancer health check needs positive interval, timeout and thresholds, got %+v", opts.Health)
+	}
+	if opts.Health.Path == "" {
+		opts.Health.Path = "/readyz"
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("load balancer cannot listen on %s: %w", opts.Listen, err)
+	}
+	l := &LB{opts: opts, policy: opts.Policy, ln: ln, log: opts.Logger, targets: map[string]*target{}, byClient: map[string][]*conn{}, startedAt: time.Now()}
+	if l.policy == nil {
+		l.policy = NLB()
+	}
+	if l.log == nil {
+		l.log = zap.NewNop()
+	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	for _, t := range opts.Targets {
+		l.targets[t.Name] = &target{Target: t, registered: true, lastCheck: "initial", active: map[*conn]struct{}{}}
+		l.order = append(l.order, t.Name)
+	}
+	for _, name := range l.order {
+		l.wg.Add(1)
+		go l.checkLoop(name)
+	}
+	l.wg.Add(1)
+	go l.acceptLoop()
+	return l, nil
+}
+
+// Addr is the listening address.
+func (l *LB) Addr() string { return l.ln.Addr().String() }
+
+// Close stops accepting, stops health checks and closes every connection.
+func (l *LB) Close() error {
+	if !l.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	l.cancel()
+	err := l.ln.Close()
+	l.mu.Lock()
+	var open []*conn
+	for _, t := range l.targets {
+		for c := range t.active {
+			open = append(open, c)
+		}
+	}
+	for _, c := range l.conns {
+		if c.rec.Action == ActionBlackhole {
+			open = append(open, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range open {
+		l.finish(c, "lb", nil, false)
+	}
+	l.wg.Wait()
+	return err
+}
+
+// SetRegistered puts a target in (true) or out of (false) service regardless
+// of its health, like registering it with the target group. The lab holds a
+// restarted apiserver out until its CRD storage is warm.
+func (l *LB) SetRegistered(name string, registered bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t := l.targets[name]; t != nil && t.registered != registered {
+		t.registered = registered
+		l.log.Info("load balancer target registration", zap.String("target", name), zap.Bool("registered", registered))
+	}
+}
+
+// Targets returns every target's current state in registration order.
+func (l *LB) Targets() []TargetState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.statesLocked()
+}
+
+func (l *LB) statesLocked() []TargetState {
+	out := make([]TargetState, 0, len(l.order))
+	for _, n := range l.order {
+		out = append(out, l.stateLocked(l.targets[n]))
+	}
+	return out
+}
+
+func (l *LB) stateLocked(t *target) TargetState {
+	return TargetState{Name: t.Name, Addr: t.Addr, Healthy: t.healthy, Registered: t.registered, Since: t.since, Active: len(t.active), LastCheck: t.lastCheck}
+}
+
+// Transitions returns every health transition so far.
+func (l *LB) Transitions() []HealthTransition {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]HealthTransition(nil), l.transitions...)
+}
+
+// Connections returns a snapshot of every connection record so far.
+func (l *LB) Connections() []ConnRecord {
+	l.mu.Lock()
+	cs := append([]*conn(nil), l.conns...)
+	l.mu.Unlock()
+	out := make([]ConnRecord, len(cs))
+	for i, c := range cs {
+		out[i] = c.snapshot()
+	}
+	return out
+}
+
+// ConnectionsFrom returns the records of connections from one client address
+// (host:port), oldest first; a port is reused only after the old connection
+// closed, so the record open at a sample's time is the one that served it.
+func (l *LB) ConnectionsFrom(client string) []ConnRecord {
+	l.mu.Lock()
+	cs := append([]*conn(nil), l.byClient[client]...)
+	l.mu.Unlock()
+	out := make([]ConnRecord, len(cs))
+	for i, c := range cs {
+		out[i] = c.snapshot()
+	}
+	return out
+}
+
+// WaitInService waits until every named target (all when none named) is in
+// service.
+func (l *LB) WaitInService(ctx context.Context, names ...string) error {
+	for {
+		l.mu.Lock()
+		ok := true
+		for _, n := range l.order {
+			if len(names) > 0 && !contains(names, n) {
+				continue
+			}
+			if !l.stateLocked(l.targets[n]).InService() {
+				ok = false
+			}
+		}
+		l.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for load balancer targets in service: %w (targets: %+v)", ctx.Err(), l.Targets())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *conn) snapshot() ConnRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rec
+}
+
+func (l *LB) emit(ev string, rec ConnRecord) {
+	if l.opts.Records == nil {
+		return
+	}
+	b, err := json.Marshal(ConnEvent{Event: ev, ConnRecord: rec})
+	if err != nil {
+		return
+	}
+	l.recMu.Lock()
+	_, _ = l.opts.Records.Write(append(b, '\n'))
+	l.recMu.Unlock()
+}
+
+func (l *LB) acceptLoop() {
+	defer l.wg.Done()
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			if l.closed.Load() {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			l.log.Warn("load balancer accept failed", zap.Error(err))
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		l.wg.Add(1)
+		go l.handle(c)
+	}
+}
+
+func (l *LB) handle(client net.Conn) {
+	defer l.wg.Done()
+	c := &conn{client: client, rec: ConnRecord{ID: l.nextID.Add(1), Client: client.RemoteAddr().String(), Opened: time.Now()}}
+	l.mu.Lock()
+	route := l.policy.Route(client.RemoteAddr(), l.statesLocked())
+	var t *target
+	if route.Action == ActionForward {
+		t = l.targets[route.Target]
+		if t == nil {
+			route = Route{Action: ActionReject}
+		}
+	}
+	c.rec.Action = route.Action
+	if t != nil {
+		c.rec.Target, c.rec.TargetAddr = t.Name, t.Addr
+		t.active[c] = struct{}{}
+	} else if route.Target != "" {
+		c.rec.Target = route.Target
+		if tt := l.targets[route.Target]; tt != nil {
+			c.rec.TargetAddr = tt.Addr
+		}
+	}
+	l.conns = append(l.conns, c)
+	l.byClient[c.rec.Client] = append(l.byClient[c.rec.Client], c)
+	l.mu.Unlock()
+	l.emit("open", c.snapshot())
+
+	switch route.Action {
+	case ActionReject:
+		l.finish(c, "lb", errors.New("no target"), true)
+		return
+	case ActionBlackhole:
+		// Accepted and never answered: read and discard until the client
+		// gives up or the LB closes, like packets dropped on the floor.
+		_, _ = io.Copy(io.Discard, client)
+		l.finish(c, "client", nil, false)
+		return
+	}
+	d := net.Dialer{Timeout: 5 * time.Second}
+	up, err := d.DialContext(l.ctx, "tcp", t.Addr)
+	if err != nil {
+		// An NLB forwards the client's SYN, so a refused target looks to
+		// the client like a reset; Policy may instead blackhole it.
+		if l.policy.DialFailed(l.stateOf(t.Name), err) == ActionBlackhole {
+			c.mu.Lock()
+			c.rec.Action = ActionBlackhole
+			c.mu.Unlock()
+			_, _ = io.Copy(io.Discard, client)
+			l.finish(c, "client", err, false)
+			return
+		}
+		l.finish(c, "dial", err, true)
+		return
+	}
+	c.mu.Lock()
+	c.up = up
+	c.mu.Unlock()
+	if l.closed.Load() {
+		l.finish(c, "lb", nil, false)
+		return
+	}
+	var wg sync.WaitGroup
+	var firstMu sync.Mutex
+	first := ""
+	pipe := func(dst, src net.Conn, n *int64, side string) {
+		defer wg.Done()
+		buf := make([]byte, 32<<10)
+		for {
+			k, rerr := src.Read(buf)
+			if k > 0 {
+				c.mu.Lock()
+				*n += int64(k)
+				c.mu.Unlock()
+				if _, werr := dst.Write(buf[:k]); werr != nil {
+					break
+				}
+			}
+			if rerr != nil {
+				break
+			}
+		}
+		firstMu.Lock()
+		if first == "" {
+			first = side
+		}
+		firstMu.Unlock()
+		// Half-close, as TCP through a pass-through LB would propagate FIN.
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+	}
+	wg.Add(2)
+	go pipe(up, client, &c.rec.BytesUp, "client")
+	go pipe(client, up, &c.rec.BytesDown, "target")
+	wg.Wait()
+	l.finish(c, first, nil, false)
+}
+
+func (l *LB) stateOf(name string) TargetState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stateLocked(l.targets[name])
+}
+
+// finish closes both sides once and records why; reset sends RST to the
+// client instead of FIN.
+func (l *LB) finish(c *conn, by string, err error, reset bool) {
+	c.once.Do(func() {
+		if reset {
+			if tc, ok := c.client.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+		}
+		_ = c.client.Close()
+		c.mu.Lock()
+		up := c.up
+		c.rec.Closed = time.Now()
+		c.rec.ClosedBy = by
+		if err != nil {
+			c.rec.Error = err.Error()
+		}
+		c.mu.Unlock()
+		if up != nil {
+			if reset {
+				if tc, ok := up.(*net.TCPConn); ok {
+					_ = tc.SetLinger(0)
+				}
+			}
+			_ = up.Close()
+		}
+		l.mu.Lock()
+		if t := l.targets[c.rec.Target]; t != nil {
+			delete(t.active, c)
+		}
+		l.mu.Unlock()
+		l.emit("close", c.snapshot())
+	})
+}
+
+func (l *LB) checkLoop(name string) {
+	defer l.wg.Done()
+	hc := l.opts.Health
+	tlsConf := hc.TLS
+	if tlsConf == nil {
+		tlsConf = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // only when the caller gives no CA
+	}
+	// A fresh connection per check, as an NLB's health checker makes.
+	client := &http.Client{
+		Timeout:   hc.Timeout,
+		Transport: &http.Transport{TLSClientConfig: tlsConf.Clone(), DisableKeepAlives: true},
+	}
+	l.mu.Lock()
+	addr := l.targets[name].Addr
+	l.mu.Unlock()
+	url := "https://" + addr + hc.Path
+	tick := time.NewTicker(hc.Interval)
+	defer tick.Stop()
+	for {
+		ok, res := check(l.ctx, client, url)
+		if l.ctx.Err() != nil {
+			return
+		}
+		l.record(name, ok, res)
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func check(ctx context.Context, c *http.Client, url string) (bool, string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, err.Error()
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return false, "timeout"
+		}
+		return false, shortErr(err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK, fmt.Sprint(resp.StatusCode)
+}
+
+func shortErr(err error) string {
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Op + ": " + oe.Err.Error()
+	}
+	return err.Error()
+}
+
+func (l *LB) record(name string, ok bool, res string) {
+	l.mu.Lock()
+	t := l.targets[name]
+	t.lastCheck = res
+	if ok {
+		t.okStreak++
+		t.failStreak = 0
+	} else {
+		t.failStreak++
+		t.okStreak = 0
+	}
+	verdict := l.policy.Verdict(l.stateLocked(t), t.okStreak, t.failStreak, l.opts.Health)
+	if verdict == t.healthy {
+		l.mu.Unlock()
+		return
+	}
+	t.healthy = verdict
+	t.since = time.Now()
+	tr := HealthTransition{Target: name, Healthy: verdict, At: t.since, Check: res}
+	l.transitions = append(l.transitions, tr)
+	st := l.stateLocked(t)
+	var reset []*conn
+	if l.policy.HealthChanged(st) == ActionReset {
+		for c := range t.active {
+			reset = append(reset, c)
+		}
+	}
+	l.mu.Unlock()
+	l.log.Info("load balancer health transition", zap.String("target", name), zap.Bool("healthy", verdict), zap.String("check", res))
+	for _, c := range reset {
+		l.finish(c, "reset", errors.New("target turned unhealthy"), true)
+	}
+	if l.opts.OnHealthChange != nil {
+		l.opts.OnHealthChange(tr)
+	}
+}
