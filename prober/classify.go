@@ -1,0 +1,157 @@
+package prober
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"syscall"
+)
+
+// Classify maps a request outcome to an ErrorClass: err is what
+// http.Client.Do (or reading the body) returned, status the response status
+// when there was a response. aborted says the run was interrupted while the
+// request was in flight.
+func Classify(err error, status int, aborted bool) ErrorClass {
+	if err == nil {
+		switch {
+		case status >= 200 && status <= 399:
+			return ClassNone
+		case status == http.StatusTooManyRequests:
+			return ClassHTTP429
+		case status >= 500 && status <= 599:
+			return ClassHTTP5xx
+		default:
+			return ClassHTTPOther
+		}
+	}
+	if aborted {
+		return ClassAborted
+	}
+	msg := err.Error()
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return ClassDNS
+	}
+	// Per-phase timeouts of net/http come as plain errors with fixed texts.
+	switch {
+	case strings.Contains(msg, "timeout awaiting response headers"):
+		return ClassHeaderTimeout
+	case strings.Contains(msg, "TLS handshake timeout"):
+		return ClassTLS
+	}
+	if isTLSError(err) {
+		return ClassTLS
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return ClassConnectRefused
+		case opErr.Timeout():
+			return ClassConnectTimeout
+		}
+	}
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return ClassConnectRefused
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		strings.Contains(msg, "connection reset by peer"), strings.Contains(msg, "broken pipe"):
+		return ClassReset
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		strings.Contains(msg, "server closed idle connection"), strings.HasSuffix(msg, ": EOF"):
+		return ClassEOF
+	case strings.Contains(msg, "Client.Timeout exceeded"), errors.Is(err, context.DeadlineExceeded):
+		return ClassClientTimeout
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return ClassClientTimeout
+	}
+	return ClassOther
+}
+
+func isTLSError(err error) bool {
+	var (
+		unknownAuth  x509.UnknownAuthorityError
+		hostErr      x509.HostnameError
+		certInvalid  x509.CertificateInvalidError
+		verifyErr    *tls.CertificateVerificationError
+		recordHeader tls.RecordHeaderError
+		alertErr     tls.AlertError
+	)
+	switch {
+	case errors.As(err, &unknownAuth), errors.As(err, &hostErr), errors.As(err, &certInvalid),
+		errors.As(err, &verifyErr), errors.As(err, &recordHeader), errors.As(err, &alertErr):
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "tls: ") || strings.Contains(msg, "x509: ")
+}
+
+var (
+	bearerRE   = regexp.MustCompile(`(?i)(bearer\s+)[A-Za-z0-9\-._~+/=]+`)
+	tokenKV    = regexp.MustCompile(`(?i)((?:access_token|token|password|secret)=)[^&\s"]+`)
+	userInfoRE = regexp.MustCompile(`(https?://)[^/@\s]+@`)
+)
+
+// maxErrorText bounds the error text kept per sample.
+const maxErrorText = 512
+
+// SanitizeErrorText makes an error text safe to store: bearer tokens,
+// token-like query parameters and URL user info are redacted, invalid UTF-8
+// is replaced and the text is bounded in length.
+func SanitizeErrorText(s string) string {
+	if s == "" {
+		return s
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if strings.ContainsAny(s, "@=") || strings.Contains(strings.ToLower(s), "bearer") {
+		s = bearerRE.ReplaceAllString(s, "${1}REDACTED")
+		s = tokenKV.ReplaceAllString(s, "${1}REDACTED")
+		s = userInfoRE.ReplaceAllString(s, "${1}REDACTED@")
+	}
+	if len(s) > maxErrorText {
+		cut := maxErrorText
+		for cut > 0 && !isRuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// statusText describes a non-success response: the status line and, when
+// the body is a Kubernetes Status, its message (e.g. "storage is
+// (re)initializing"), else the start of the body.
+func statusText(status string, body []byte) string {
+	var st struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+		Reason  string `json:"reason"`
+	}
+	msg := ""
+	if len(body) > 0 && body[0] == '{' && json.Unmarshal(body, &st) == nil && st.Kind == "Status" {
+		msg = st.Message
+		if st.Reason != "" {
+			msg = st.Reason + ": " + msg
+		}
+	} else {
+		msg = strings.TrimSpace(string(body))
+		if len(msg) > 200 {
+			msg = msg[:200]
+		}
+	}
+	if msg == "" {
+		return "HTTP " + status
+	}
+	return "HTTP " + status + ": " + msg
+}

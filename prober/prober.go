@@ -1,0 +1,682 @@
+package prober
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+	"k8s.io/client-go/rest"
+)
+
+const (
+	// DefaultInterval is the default time between two requests of a poller,
+	// ten times finer than origin's one second.
+	DefaultInterval = 100 * time.Millisecond
+	// MinInterval is the shortest interval a poller accepts.
+	MinInterval = 10 * time.Millisecond
+	// DefaultProbeTimeout bounds each request by default.
+	DefaultProbeTimeout = 15 * time.Second
+	// DefaultAbortGrace is how long in-flight requests may finish after the
+	// run is interrupted before they are cancelled and recorded as aborted.
+	DefaultAbortGrace = 2 * time.Second
+	// AuditIDHeader is the header carrying each request's unique ID; the
+	// kube-apiserver records it in its audit log.
+	AuditIDHeader = "Audit-ID"
+)
+
+// Option configures a Prober.
+type Option func(*config)
+
+type config struct {
+	interval     time.Duration
+	probeTimeout time.Duration
+	duration     time.Duration
+	abortGrace   time.Duration
+	backends     []Backend
+	connTypes    []ConnectionType
+	http2        bool
+	log          *zap.Logger
+	userAgent    string
+	bufferSize   int
+}
+
+// WithInterval sets the time between two scheduled requests of each poller
+// (default 100ms, minimum 10ms).
+func WithInterval(d time.Duration) Option { return func(c *config) { c.interval = d } }
+
+// WithProbeTimeout bounds each request (default 15s). Dial, TLS handshake
+// and the wait for response headers are each bounded by 4/5 of it, as in
+// origin, so a request that was written and never answered ends as
+// header-timeout before the overall timeout.
+func WithProbeTimeout(d time.Duration) Option { return func(c *config) { c.probeTimeout = d } }
+
+// WithDuration stops scheduling after d (0, the default, means until the
+// context passed to Run is cancelled). Each poller schedules exactly
+// ceil(d/interval) ticks.
+func WithDuration(d time.Duration) Option { return func(c *config) { c.duration = d } }
+
+// WithAbortGrace sets how long in-flight requests may finish after the
+// context passed to Run is cancelled (default 2s).
+func WithAbortGrace(d time.Duration) Option { return func(c *config) { c.abortGrace = d } }
+
+// WithBackends chooses the backends to poll (default kube-api,
+// openshift-api, oauth-api).
+func WithBackends(b ...Backend) Option { return func(c *config) { c.backends = b } }
+
+// WithConnectionTypes chooses which pollers each backend gets (default both).
+func WithConnectionTypes(t ...ConnectionType) Option { return func(c *config) { c.connTypes = t } }
+
+// WithHTTP2 lets the pollers negotiate HTTP/2. The default is HTTP/1.1 only,
+// like origin's sampler (custom dialer and TLS config without
+// ForceAttemptHTTP2).
+func WithHTTP2(on bool) Option { return func(c *config) { c.http2 = on } }
+
+// WithLogger sets the logger for skipped ticks and other notices.
+func WithLogger(l *zap.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithUserAgent sets the User-Agent of every request.
+func WithUserAgent(ua string) Option { return func(c *config) { c.userAgent = ua } }
+
+// WithBufferSize sets the capacity of the channel Run returns (default 4096).
+func WithBufferSize(n int) Option { return func(c *config) { c.bufferSize = n } }
+
+// Prober polls a set of backends over new and reused connections.
+type Prober struct {
+	cfg     config
+	server  string
+	pollers []*poller
+
+	mu       sync.Mutex
+	base     time.Time
+	baseWall time.Time
+	running  bool
+}
+
+type poller struct {
+	backend Backend
+	conn    ConnectionType
+	name    string
+	url     string
+	client  *http.Client
+	trans   *http.Transport
+	sem     chan struct{}
+	stats   liveStats
+	log     *zap.Logger
+
+	lastSkipLog atomic.Int64 // unix nanos of the last skipped-tick log line
+}
+
+// New builds a Prober for the server, credentials and TLS settings of a
+// client-go rest.Config. TLS is verified unless the config says otherwise.
+func New(rc *rest.Config, opts ...Option) (*Prober, error) {
+	c := config{
+		interval:     DefaultInterval,
+		probeTimeout: DefaultProbeTimeout,
+		abortGrace:   DefaultAbortGrace,
+		connTypes:    ConnectionTypes,
+		log:          zap.NewNop(),
+		userAgent:    "repro-prober",
+		bufferSize:   4096,
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.interval < MinInterval {
+		return nil, fmt.Errorf("interval %v is below the minimum of %v", c.interval, MinInterval)
+	}
+	if c.probeTimeout <= 0 {
+		return nil, fmt.Errorf("probe timeout must be positive, got %v", c.probeTimeout)
+	}
+	if c.duration < 0 {
+		return nil, fmt.Errorf("duration must not be negative, got %v", c.duration)
+	}
+	if len(c.backends) == 0 {
+		b, err := LookupBackends(DefaultBackendNames)
+		if err != nil {
+			return nil, err
+		}
+		c.backends = b
+	}
+	if rc == nil {
+		return nil, fmt.Errorf("no client configuration")
+	}
+	base, _, err := rest.DefaultServerUrlFor(rc)
+	if err != nil {
+		return nil, fmt.Errorf("server URL %q: %w", rc.Host, err)
+	}
+	server := strings.TrimSuffix(base.String(), "/")
+	tlsCfg, err := rest.TLSConfigFor(rc)
+	if err != nil {
+		return nil, fmt.Errorf("TLS configuration: %w", err)
+	}
+	p := &Prober{cfg: c, server: server}
+	bound := InFlightBound(c.probeTimeout, c.interval)
+	for _, b := range c.backends {
+		for _, ct := range c.connTypes {
+			client, trans, err := newClient(rc, tlsCfg, ct, c)
+			if err != nil {
+				return nil, err
+			}
+			name := PollerName(b.Name, ct)
+			p.pollers = append(p.pollers, &poller{
+				backend: b, conn: ct, name: name,
+				url:    server + b.Path,
+				client: client, trans: trans,
+				sem: make(chan struct{}, bound),
+				log: c.log.With(zap.String("poller", name)),
+			})
+		}
+	}
+	return p, nil
+}
+
+// InFlightBound is the number of requests a poller may have in flight: twice
+// the number of ticks that fit in one probe timeout, so a server that never
+// answers cannot thin the schedule before requests start timing out.
+func InFlightBound(probeTimeout, interval time.Duration) int {
+	n := int(math.Ceil(float64(probeTimeout) / float64(interval)))
+	if n < 1 {
+		n = 1
+	}
+	return 2 * n
+}
+
+// phaseTimeout is origin's per-phase timeout: 4/5 of the whole.
+func phaseTimeout(total time.Duration) time.Duration { return total * 4 / 5 }
+
+func newClient(rc *rest.Config, tlsCfg *tls.Config, ct ConnectionType, c config) (*http.Client, *http.Transport, error) {
+	phase := phaseTimeout(c.probeTimeout)
+	dialer := &net.Dialer{Timeout: phase, KeepAlive: 30 * time.Second}
+	if ct == NewConnections {
+		dialer.KeepAlive = -1
+	}
+	proxy := http.ProxyFromEnvironment
+	if rc.Proxy != nil {
+		proxy = rc.Proxy
+	}
+	t := &http.Transport{
+		Proxy:                 proxy,
+		DialContext:           dialer.DialContext,
+		TLSHandshakeTimeout:   phase,
+		ResponseHeaderTimeout: phase,
+		ExpectContinueTimeout: phase,
+		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConnsPerHost:   4,
+		DisableKeepAlives:     ct == NewConnections,
+	}
+	if tlsCfg != nil {
+		t.TLSClientConfig = tlsCfg.Clone()
+	}
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	if c.http2 {
+		protocols.SetHTTP2(true)
+	}
+	t.Protocols = protocols
+	rt, err := rest.HTTPWrappersForConfig(rc, t)
+	if err != nil {
+		return nil, nil, fmt.Errorf("authentication from kubeconfig: %w", err)
+	}
+	return &http.Client{
+		Transport: rt,
+		Timeout:   c.probeTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}, t, nil
+}
+
+// Server returns the base URL the prober polls.
+func (p *Prober) Server() string { return p.server }
+
+// Interval returns the configured interval between ticks.
+func (p *Prober) Interval() time.Duration { return p.cfg.interval }
+
+// ProbeTimeout returns the configured per-request timeout.
+func (p *Prober) ProbeTimeout() time.Duration { return p.cfg.probeTimeout }
+
+// Duration returns the configured run length (0: until cancelled).
+func (p *Prober) Duration() time.Duration { return p.cfg.duration }
+
+// HTTP2 reports whether the pollers may negotiate HTTP/2.
+func (p *Prober) HTTP2() bool { return p.cfg.http2 }
+
+// PollerNames returns the names of the pollers in display order.
+func (p *Prober) PollerNames() []string {
+	out := make([]string, len(p.pollers))
+	for i, pl := range p.pollers {
+		out[i] = pl.name
+	}
+	return out
+}
+
+// Base returns the instant tick 0 was scheduled at (zero before Run).
+func (p *Prober) Base() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.baseWall
+}
+
+// Close releases idle connections.
+func (p *Prober) Close() {
+	for _, pl := range p.pollers {
+		pl.trans.CloseIdleConnections()
+	}
+}
+
+// Preflight sends one request to the first backend over a new connection.
+// It returns an error naming the URL when the server cannot be reached at
+// all (connect, DNS, TLS or timeout failures); an HTTP answer, even 401 or
+// 403, is not an error: the sample says what came back.
+func (p *Prober) Preflight(ctx context.Context) (Sample, error) {
+	var pl *poller
+	for _, cand := range p.pollers {
+		if cand.conn == NewConnections {
+			pl = cand
+			break
+		}
+	}
+	if pl == nil {
+		pl = p.pollers[0]
+	}
+	now := time.Now()
+	s := p.probe(ctx, ctx, pl, 0, now, now.Round(0).UTC())
+	switch s.ErrorClass {
+	case ClassNone, ClassHTTP429, ClassHTTP5xx, ClassHTTPOther:
+		return s, nil
+	}
+	return s, fmt.Errorf("cannot reach %s: %s", pl.url, s.Error)
+}
+
+// Run starts every poller and returns the channel their samples arrive on,
+// in completion order. Scheduling stops when ctx is cancelled or the
+// configured duration has elapsed. After a normal end every in-flight
+// request is allowed to finish (each is bounded by the probe timeout); after
+// ctx is cancelled they get the abort grace, then are cancelled and recorded
+// as aborted. The channel is closed once every sample has been sent. The
+// caller must drain it. Run may be called once.
+func (p *Prober) Run(ctx context.Context) <-chan Sample {
+	out := make(chan Sample, p.cfg.bufferSize)
+	p.mu.Lock()
+	if p.running {
+		p.mu.Unlock()
+		close(out)
+		return out
+	}
+	p.running = true
+	base := time.Now()
+	p.base = base
+	p.baseWall = base.Round(0).UTC()
+	baseWall := p.baseWall
+	p.mu.Unlock()
+
+	reqCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
+	var requests, schedulers sync.WaitGroup
+	for _, pl := range p.pollers {
+		schedulers.Add(1)
+		go func() {
+			defer schedulers.Done()
+			p.schedule(ctx, reqCtx, pl, base, baseWall, out, &requests)
+		}()
+	}
+	go func() {
+		schedulers.Wait()
+		done := make(chan struct{})
+		go func() { requests.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			select {
+			case <-done:
+			case <-time.After(p.cfg.abortGrace):
+				abort()
+				<-done
+			}
+		}
+		abort()
+		close(out)
+	}()
+	return out
+}
+
+// schedule fires the ticks of one poller at base + seq*interval. A tick
+// that cannot start because the in-flight bound is reached, or that was
+// missed because the process was stalled for more than an interval, is
+// counted as skipped and logged; missed ticks are never fired in a burst.
+func (p *Prober) schedule(ctx, reqCtx context.Context, pl *poller, base, baseWall time.Time, out chan<- Sample, requests *sync.WaitGroup) {
+	interval := p.cfg.interval
+	var maxTicks uint64 = math.MaxUint64
+	if p.cfg.duration > 0 {
+		maxTicks = uint64((p.cfg.duration + interval - 1) / interval)
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var seq uint64
+	for seq < maxTicks {
+		due := base.Add(time.Duration(seq) * interval)
+		if wait := time.Until(due); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+		} else if ctx.Err() != nil {
+			return
+		}
+		if late := time.Since(due); late >= interval {
+			// The process stalled past the next tick: fire only the most
+			// recent due tick, count the stale ones as skipped.
+			missed := uint64(late / interval)
+			if seq+missed >= maxTicks {
+				missed = maxTicks - 1 - seq
+			}
+			pl.stats.skippedLate.Add(int64(missed))
+			pl.logSkip("process stalled; ticks skipped rather than fired in a burst", missed)
+			seq += missed
+		}
+		select {
+		case pl.sem <- struct{}{}:
+		default:
+			pl.stats.skippedBusy.Add(1)
+			pl.logSkip(fmt.Sprintf("in-flight bound of %d requests reached; tick skipped", cap(pl.sem)), 1)
+			seq++
+			continue
+		}
+		requests.Add(1)
+		pl.stats.inFlight.Add(1)
+		go func(seq uint64) {
+			defer requests.Done()
+			now := time.Now()
+			s := p.probe(reqCtx, reqCtx, pl, seq, now, baseWall.Add(now.Sub(base)))
+			<-pl.sem
+			pl.stats.inFlight.Add(-1)
+			pl.stats.record(&s)
+			out <- s
+		}(seq)
+		seq++
+	}
+}
+
+func (pl *poller) logSkip(msg string, n uint64) {
+	now := time.Now().UnixNano()
+	last := pl.lastSkipLog.Load()
+	if now-last < int64(5*time.Second) || !pl.lastSkipLog.CompareAndSwap(last, now) {
+		return
+	}
+	pl.log.Warn(msg, zap.Uint64("skipped", n),
+		zap.Int64("skippedTotal", pl.stats.skippedBusy.Load()+pl.stats.skippedLate.Load()))
+}
+
+// traceState collects httptrace stamps; callbacks may run on the dialing
+// goroutine, even after the request returned, hence the lock.
+type traceState struct {
+	mu         sync.Mutex
+	start      time.Time
+	frozen     bool // set when the request returned; later stamps are ignored
+	phases     Phases
+	gotConn    bool
+	reused     bool
+	localAddr  string
+	remoteAddr string
+}
+
+func (t *traceState) stamp(field *time.Duration) {
+	d := time.Since(t.start)
+	if d < time.Microsecond {
+		d = time.Microsecond
+	}
+	t.mu.Lock()
+	if *field == 0 && !t.frozen {
+		*field = d
+	}
+	t.mu.Unlock()
+}
+
+func (t *traceState) clientTrace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		DNSStart: func(httptrace.DNSStartInfo) { t.stamp(&t.phases.DNSStart) },
+		DNSDone:  func(httptrace.DNSDoneInfo) { t.stamp(&t.phases.DNSDone) },
+		ConnectDone: func(_, _ string, err error) {
+			if err == nil {
+				t.stamp(&t.phases.ConnectDone)
+			}
+		},
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			if err == nil {
+				t.stamp(&t.phases.TLSDone)
+			}
+		},
+		GotConn: func(info httptrace.GotConnInfo) {
+			t.mu.Lock()
+			if !t.gotConn && !t.frozen {
+				t.gotConn = true
+				t.reused = info.Reused
+				if info.Conn != nil {
+					t.localAddr = info.Conn.LocalAddr().String()
+					t.remoteAddr = info.Conn.RemoteAddr().String()
+				}
+			}
+			t.mu.Unlock()
+		},
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				t.stamp(&t.phases.WroteRequest)
+			}
+		},
+		GotFirstResponseByte: func() { t.stamp(&t.phases.FirstByte) },
+	}
+}
+
+// errorBodyLimit bounds how much of a non-success body is kept to describe it.
+const errorBodyLimit = 4096
+
+// probe performs one request. start is the monotonic instant it began and
+// startWall the wall clock derived from the run's monotonic base.
+func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, start, startWall time.Time) Sample {
+	s := Sample{
+		Backend:    pl.backend.Name,
+		Connection: pl.conn,
+		Seq:        seq,
+		Start:      startWall,
+		AuditID:    uuid.NewString(),
+	}
+	ts := &traceState{start: start}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, ts.clientTrace()), http.MethodGet, pl.url, nil)
+	if err != nil {
+		s.Duration = time.Since(start)
+		s.ErrorClass = ClassOther
+		s.Error = SanitizeErrorText(err.Error())
+		return s
+	}
+	req.Header.Set(AuditIDHeader, s.AuditID)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", p.cfg.userAgent)
+	resp, err := pl.client.Do(req)
+	if err != nil {
+		ts.mu.Lock()
+		ts.frozen = true
+		ts.mu.Unlock()
+	}
+	var status int
+	if err == nil {
+		status = resp.StatusCode
+		s.StatusCode = status
+		s.Protocol = resp.Proto
+		var head []byte
+		if status < 200 || status > 399 {
+			head, err = io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+		}
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+		}
+		resp.Body.Close()
+		if err == nil && (status < 200 || status > 399) {
+			s.Error = SanitizeErrorText(statusText(resp.Status, head))
+			if ra := resp.Header.Get("Retry-After"); ra != "" {
+				s.RetryAfter = ra
+			}
+		}
+	}
+	s.Duration = time.Since(start)
+	s.ErrorClass = Classify(err, status, err != nil && abortCtx.Err() != nil)
+	if err != nil {
+		s.Error = SanitizeErrorText(unwrapURLError(err))
+	}
+	ts.mu.Lock()
+	ts.frozen = true
+	s.Phases = ts.phases
+	if s.ErrorClass == ClassHeaderTimeout {
+		// No response headers were accepted. A byte that raced the
+		// connection teardown (the server answering the close) is noise.
+		s.Phases.FirstByte = 0
+	}
+	s.Reused = ts.reused
+	s.LocalAddr = ts.localAddr
+	s.RemoteAddr = ts.remoteAddr
+	ts.mu.Unlock()
+	return s
+}
+
+// unwrapURLError renders err like net/http does but keeps the URL path only
+// once: "Get \"https://host/path\": <cause>".
+func unwrapURLError(err error) string {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Op + " " + redactURL(ue.URL) + ": " + ue.Err.Error()
+	}
+	return err.Error()
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	return u.String()
+}
+
+// liveStats are a poller's running counters, safe to read while it runs.
+type liveStats struct {
+	samples     atomic.Int64
+	failures    atomic.Int64
+	aborted     atomic.Int64
+	skippedBusy atomic.Int64
+	skippedLate atomic.Int64
+	inFlight    atomic.Int64
+
+	mu           sync.Mutex
+	failingSince time.Time // start of the first failed sample of the current failure run
+	lastClass    ErrorClass
+	disrupted    time.Duration
+	lastSeq      uint64
+	haveSeq      bool
+}
+
+// record folds a completed sample into the live counters. Samples complete
+// out of order; the live disruption figure follows samples in sequence order
+// only (a late-completing older sample does not reopen a closed run), which
+// makes it an estimate: the report recomputes it exactly from samples.jsonl.
+func (st *liveStats) record(s *Sample) {
+	st.samples.Add(1)
+	if s.ErrorClass == ClassAborted {
+		st.aborted.Add(1)
+		return
+	}
+	if s.Failed() {
+		st.failures.Add(1)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.haveSeq && s.Seq < st.lastSeq {
+		return
+	}
+	st.lastSeq, st.haveSeq = s.Seq, true
+	switch {
+	case s.Failed() && s.ErrorClass != ClassDNS:
+		if st.failingSince.IsZero() {
+			st.failingSince = s.Start
+		}
+		st.lastClass = s.ErrorClass
+	case !s.Failed() && !st.failingSince.IsZero():
+		if d := s.Start.Sub(st.failingSince); d > 0 {
+			st.disrupted += d
+		}
+		st.failingSince = time.Time{}
+		st.lastClass = ClassNone
+	}
+}
+
+// PollerStats is a snapshot of one poller's live counters.
+type PollerStats struct {
+	// Name is the poller name, e.g. "kube-api-new-connections".
+	Name string
+	// Backend and Connection identify the poller.
+	Backend    string
+	Connection ConnectionType
+	// Samples counts completed requests (including aborted ones).
+	Samples int64
+	// Failures counts failed requests (aborted ones excluded).
+	Failures int64
+	// Aborted counts requests cut by an interrupted run.
+	Aborted int64
+	// SkippedTicks counts ticks not fired: in-flight bound reached or the
+	// process stalled for more than an interval.
+	SkippedTicks int64
+	// InFlight is the number of requests currently running.
+	InFlight int64
+	// Disrupted is the live estimate of disrupted time so far, including a
+	// failure run still open now.
+	Disrupted time.Duration
+	// Failing reports whether the most recent samples are failing, and
+	// LastClass with what.
+	Failing   bool
+	LastClass ErrorClass
+}
+
+// Stats returns a snapshot of every poller's live counters, in poller order.
+// It is safe to call while Run is active.
+func (p *Prober) Stats() []PollerStats {
+	p.mu.Lock()
+	baseWall, base := p.baseWall, p.base
+	p.mu.Unlock()
+	nowWall := baseWall.Add(time.Since(base))
+	out := make([]PollerStats, len(p.pollers))
+	for i, pl := range p.pollers {
+		st := &pl.stats
+		ps := PollerStats{
+			Name: pl.name, Backend: pl.backend.Name, Connection: pl.conn,
+			Samples:      st.samples.Load(),
+			Failures:     st.failures.Load(),
+			Aborted:      st.aborted.Load(),
+			SkippedTicks: st.skippedBusy.Load() + st.skippedLate.Load(),
+			InFlight:     st.inFlight.Load(),
+		}
+		st.mu.Lock()
+		ps.Disrupted = st.disrupted
+		if !st.failingSince.IsZero() {
+			ps.Failing = true
+			ps.LastClass = st.lastClass
+			if d := nowWall.Sub(st.failingSince); d > 0 && !base.IsZero() {
+				ps.Disrupted += d
+			}
+		}
+		st.mu.Unlock()
+		out[i] = ps
+	}
+	return out
+}
