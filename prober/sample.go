@@ -173,26 +173,26 @@ func (s *Sample) AppendJSON(b []byte) []byte {
 
 // sampleJSON is the decoding shape of Sample.
 type sampleJSON struct {
-	Backend      string     `json:"backend"`
-	Connection   string     `json:"connection"`
-	Seq          uint64     `json:"seq"`
-	Start        time.Time  `json:"start"`
-	DurationMs   float64    `json:"duration_ms"`
-	DNSStartMs   float64    `json:"dns_start_ms"`
-	DNSDoneMs    float64    `json:"dns_done_ms"`
-	ConnectMs    float64    `json:"connect_done_ms"`
-	TLSDoneMs    float64    `json:"tls_done_ms"`
-	WroteMs      float64    `json:"wrote_request_ms"`
-	FirstByteMs  float64    `json:"first_byte_ms"`
-	Reused       bool       `json:"reused"`
-	LocalAddr    string     `json:"local_addr"`
-	RemoteAddr   string     `json:"remote_addr"`
-	Protocol     string     `json:"protocol"`
-	Status       int        `json:"status"`
-	ErrorClass   ErrorClass `json:"error_class"`
-	Error        string     `json:"error"`
-	AuditID      string     `json:"audit_id"`
-	RetryAfter   string     `json:"retry_after"`
+	Backend     string     `json:"backend"`
+	Connection  string     `json:"connection"`
+	Seq         uint64     `json:"seq"`
+	Start       time.Time  `json:"start"`
+	DurationMs  float64    `json:"duration_ms"`
+	DNSStartMs  float64    `json:"dns_start_ms"`
+	DNSDoneMs   float64    `json:"dns_done_ms"`
+	ConnectMs   float64    `json:"connect_done_ms"`
+	TLSDoneMs   float64    `json:"tls_done_ms"`
+	WroteMs     float64    `json:"wrote_request_ms"`
+	FirstByteMs float64    `json:"first_byte_ms"`
+	Reused      bool       `json:"reused"`
+	LocalAddr   string     `json:"local_addr"`
+	RemoteAddr  string     `json:"remote_addr"`
+	Protocol    string     `json:"protocol"`
+	Status      int        `json:"status"`
+	ErrorClass  ErrorClass `json:"error_class"`
+	Error       string     `json:"error"`
+	AuditID     string     `json:"audit_id"`
+	RetryAfter  string     `json:"retry_after"`
 }
 
 // UnmarshalJSON decodes a sample written by MarshalJSON.
@@ -238,7 +238,7 @@ func Millis(d time.Duration) float64 {
 }
 
 func fromMillis(ms float64) time.Duration {
-	return time.Duration(math.Round(ms * 1000)) * time.Microsecond
+	return time.Duration(math.Round(ms*1000)) * time.Microsecond
 }
 
 func appendMillis(b []byte, d time.Duration) []byte {

@@ -2,9 +2,9 @@ package prober_test
 
 import (
 	"crypto/tls"
+	"encoding/pem"
 	"io"
 	"log"
-	"encoding/pem"
 	"net"
 	"net/http"
 	"net/http/httptest"

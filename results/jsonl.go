@@ -1,0 +1,192 @@
+package results
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// FlushInterval is how often a JSONLWriter flushes buffered lines to the
+// file at the latest, so a crash loses at most about a second of data.
+const FlushInterval = time.Second
+
+// JSONAppender is implemented by values that encode themselves without
+// reflection; the writer prefers it to encoding/json.
+type JSONAppender interface {
+	AppendJSON([]byte) []byte
+}
+
+// JSONLWriter streams JSON values to a file, one per line. It is safe for
+// concurrent use. Lines are buffered and flushed at least every
+// FlushInterval and on Close.
+type JSONLWriter struct {
+	mu      sync.Mutex
+	f       *os.File
+	bw      *bufio.Writer
+	scratch []byte
+	lines   int64
+	err     error
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// CreateJSONL creates (or truncates) path and starts the periodic flusher.
+func CreateJSONL(path string) (*JSONLWriter, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %s", path, rootCause(err))
+	}
+	w := &JSONLWriter{
+		f:    f,
+		bw:   bufio.NewWriterSize(f, 256<<10),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	go w.flusher()
+	return w, nil
+}
+
+func (w *JSONLWriter) flusher() {
+	defer close(w.done)
+	t := time.NewTicker(FlushInterval / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			w.mu.Lock()
+			if w.err == nil && w.bw.Buffered() > 0 {
+				w.err = w.bw.Flush()
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// Write appends v as one line. Values implementing JSONAppender are
+// encoded with it, others with encoding/json.
+func (w *JSONLWriter) Write(v any) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if a, ok := v.(JSONAppender); ok {
+		w.scratch = a.AppendJSON(w.scratch[:0])
+	} else {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		w.scratch = append(w.scratch[:0], b...)
+	}
+	w.scratch = append(w.scratch, '\n')
+	if _, err := w.bw.Write(w.scratch); err != nil {
+		w.err = err
+		return err
+	}
+	w.lines++
+	return nil
+}
+
+// Lines returns how many lines were written.
+func (w *JSONLWriter) Lines() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lines
+}
+
+// Flush writes buffered lines to the file now.
+func (w *JSONLWriter) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = w.bw.Flush()
+	}
+	return w.err
+}
+
+// Close flushes, syncs and closes the file.
+func (w *JSONLWriter) Close() error {
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.err
+	if err == nil {
+		err = w.bw.Flush()
+	}
+	if err == nil {
+		err = w.f.Sync()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	w.err = errors.New("writer closed")
+	return err
+}
+
+// ReadStats says what a tolerant read found.
+type ReadStats struct {
+	// Lines is the number of lines handed to the callback successfully.
+	Lines int64
+	// TruncatedLast is true when the last line was cut short (no newline
+	// and not decodable), as after a crash mid-write; it was skipped.
+	TruncatedLast bool
+	// Bytes is the size of the data read.
+	Bytes int64
+}
+
+// ReadJSONL calls fn for every line of path, in file order. Empty lines are
+// skipped. A last line without newline that fn rejects is the mark of a
+// crash mid-write: it is counted in TruncatedLast, not an error. Any other
+// line fn rejects is an error naming the line number. The slice passed to fn
+// is only valid during the call.
+func ReadJSONL(path string, fn func(line []byte) error) (ReadStats, error) {
+	var st ReadStats
+	f, err := os.Open(path)
+	if err != nil {
+		return st, fmt.Errorf("read %s: %s", path, rootCause(err))
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	var lineNo int64
+	var long []byte
+	for {
+		line, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long[:0], line...)
+			for err == bufio.ErrBufferFull {
+				line, err = r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err != nil && err != io.EOF {
+			return st, fmt.Errorf("read %s: %v", path, err)
+		}
+		st.Bytes += int64(len(line))
+		terminated := len(line) > 0 && line[len(line)-1] == '\n'
+		if len(bytes.TrimSpace(line)) > 0 {
+			lineNo++
+			if ferr := fn(bytes.TrimRight(line, "\r\n")); ferr != nil {
+				if !terminated && err == io.EOF {
+					st.TruncatedLast = true
+					return st, nil
+				}
+				return st, fmt.Errorf("%s line %d: %v", path, lineNo, ferr)
+			}
+			st.Lines++
+		}
+		if err == io.EOF {
+			return st, nil
+		}
+	}
+}

@@ -1,0 +1,276 @@
+// Package results is the results folder: the contract between the commands
+// that measure (probe, and later the scenarios) and the report that is
+// derived from what they measured.
+//
+// A results folder holds:
+//
+//	run.json                what ran: tool version, redacted command line,
+//	                        target server, start, end, status, extras
+//	samples.jsonl           one prober.Sample per line, streamed during the run
+//	events.jsonl            (later) rollout timeline events, same streaming writer
+//	intervals.json          derived: disruption intervals, sippy/origin schema
+//	backend-disruption.json derived: origin's BackendDisruptionList
+//	summary.txt             derived: per backend-connection figures
+//
+// Derived files are rebuilt offline from samples.jsonl by report.Rebuild.
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// File names inside a results folder.
+const (
+	RunFile               = "run.json"
+	SamplesFile           = "samples.jsonl"
+	EventsFile            = "events.jsonl"
+	IntervalsFile         = "intervals.json"
+	BackendDisruptionFile = "backend-disruption.json"
+	SummaryFile           = "summary.txt"
+)
+
+// Run statuses recorded in run.json.
+const (
+	StatusRunning     = "running"
+	StatusComplete    = "complete"
+	StatusInterrupted = "interrupted"
+	StatusFailed      = "failed"
+)
+
+// Folder is an existing results folder.
+type Folder struct {
+	dir string
+}
+
+// DefaultDir returns ./repro-results/<UTC timestamp>-<command>, the folder
+// used when --out is not given.
+func DefaultDir(command string, now time.Time) string {
+	return filepath.Join("repro-results", now.UTC().Format("20060102T150405Z")+"-"+command)
+}
+
+// Create makes dir (and its parents) and checks that it is writable. The
+// error is one line naming the folder. An existing folder that already holds
+// samples is refused so an earlier run is never overwritten.
+func Create(dir string) (*Folder, error) {
+	if dir == "" {
+		return nil, errors.New("results folder: empty path")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create results folder %s: %s", dir, rootCause(err))
+	}
+	if _, err := os.Stat(filepath.Join(dir, SamplesFile)); err == nil {
+		return nil, fmt.Errorf("results folder %s already holds %s; choose another --out", dir, SamplesFile)
+	}
+	probe, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return nil, fmt.Errorf("results folder %s is not writable: %s", dir, rootCause(err))
+	}
+	name := probe.Name()
+	probe.Close()
+	os.Remove(name)
+	return &Folder{dir: dir}, nil
+}
+
+// Open opens an existing results folder for reading or rebuilding.
+func Open(dir string) (*Folder, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("results folder %s: %s", dir, rootCause(err))
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("results folder %s is not a directory", dir)
+	}
+	return &Folder{dir: dir}, nil
+}
+
+// Dir returns the folder's path.
+func (f *Folder) Dir() string { return f.dir }
+
+// Path returns the path of a file inside the folder.
+func (f *Folder) Path(name string) string { return filepath.Join(f.dir, name) }
+
+// RemoveIfEmpty removes the folder if nothing was written to it, so a run
+// that failed before measuring leaves no clutter. It reports whether it did.
+func (f *Folder) RemoveIfEmpty() bool {
+	entries, err := os.ReadDir(f.dir)
+	if err != nil || len(entries) != 0 {
+		return false
+	}
+	return os.Remove(f.dir) == nil
+}
+
+// WriteFile writes a whole file atomically (temporary file, then rename),
+// so a reader never sees half of it.
+func (f *Folder) WriteFile(name string, data []byte) error {
+	tmp, err := os.CreateTemp(f.dir, "."+name+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %s", f.Path(name), rootCause(err))
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %s", f.Path(name), rootCause(err))
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %s", f.Path(name), rootCause(err))
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), f.Path(name)); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %s", f.Path(name), rootCause(err))
+	}
+	return nil
+}
+
+// Run is the content of run.json.
+type Run struct {
+	// Tool identifies the binary that measured.
+	Tool Tool `json:"tool"`
+	// Command is the subcommand, e.g. "probe".
+	Command string `json:"command"`
+	// Args is the full command line with secret values redacted.
+	Args []string `json:"args"`
+	// Server is the API server URL polled.
+	Server string `json:"server,omitempty"`
+	// Start and End bound the run; End is zero while it runs.
+	Start time.Time  `json:"start"`
+	End   *time.Time `json:"end,omitempty"`
+	// Status is running, complete, interrupted or failed.
+	Status string `json:"status"`
+	// Error is why a failed run failed.
+	Error string `json:"error,omitempty"`
+	// Settings records the parameters that shape the samples (interval,
+	// probe timeout, backends, protocol).
+	Settings map[string]any `json:"settings,omitempty"`
+	// Extra is for later producers: cluster version, platform, scenario,
+	// iterations. Keys are free-form; values any JSON.
+	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// SetExtra records a free-form fact about the run in run.json's "extra".
+func (r *Run) SetExtra(key string, value any) {
+	if r.Extra == nil {
+		r.Extra = map[string]any{}
+	}
+	r.Extra[key] = value
+}
+
+// Tool identifies the binary from its build information.
+type Tool struct {
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	GoVersion string `json:"goVersion"`
+	Revision  string `json:"revision,omitempty"`
+	Modified  bool   `json:"modified,omitempty"`
+}
+
+// CurrentTool reads the running binary's module version and VCS stamp.
+func CurrentTool() Tool {
+	t := Tool{Name: "repro", Version: "(devel)"}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return t
+	}
+	t.GoVersion = bi.GoVersion
+	if bi.Main.Version != "" {
+		t.Version = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			t.Revision = s.Value
+		case "vcs.modified":
+			t.Modified = s.Value == "true"
+		}
+	}
+	return t
+}
+
+// NewRun starts a run record for command with the given command line
+// (os.Args), redacting secrets.
+func NewRun(command string, args []string, start time.Time) *Run {
+	return &Run{
+		Tool:    CurrentTool(),
+		Command: command,
+		Args:    RedactArgs(args),
+		Start:   start.UTC(),
+		Status:  StatusRunning,
+	}
+}
+
+// Finish sets the end time and final status.
+func (r *Run) Finish(end time.Time, status string) {
+	e := end.UTC()
+	r.End = &e
+	r.Status = status
+}
+
+// WriteRun writes run.json atomically.
+func (f *Folder) WriteRun(r *Run) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return f.WriteFile(RunFile, append(b, '\n'))
+}
+
+// ReadRun reads run.json.
+func (f *Folder) ReadRun() (*Run, error) {
+	b, err := os.ReadFile(f.Path(RunFile))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %s", f.Path(RunFile), rootCause(err))
+	}
+	var r Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("read %s: %v", f.Path(RunFile), err)
+	}
+	return &r, nil
+}
+
+// secretFlags are flags whose values never reach run.json.
+var secretFlags = map[string]bool{
+	"--token": true, "--password": true, "--username": false,
+	"--client-key": false, "--as-uid": false,
+}
+
+// RedactArgs returns a copy of a command line with the values of secret
+// flags (--token, --password, in "--flag value" and "--flag=value" forms)
+// replaced by REDACTED.
+func RedactArgs(args []string) []string {
+	out := make([]string, len(args))
+	copy(out, args)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		name, _, hasValue := strings.Cut(a, "=")
+		if !secretFlags[name] {
+			continue
+		}
+		if hasValue {
+			out[i] = name + "=REDACTED"
+		} else if i+1 < len(out) {
+			out[i+1] = "REDACTED"
+			i++
+		}
+	}
+	return out
+}
+
+// rootCause renders a path error without repeating the path.
+func rootCause(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

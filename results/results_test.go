@@ -1,0 +1,150 @@
+package results_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/repro-tools/repro/results"
+)
+
+func TestCreateUnwritable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "plain-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := results.Create(filepath.Join(file, "out"))
+	if err == nil {
+		t.Fatal("created a folder under a regular file")
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "plain-file/out") {
+		t.Errorf("want one line naming the folder, got %q", msg)
+	}
+}
+
+func TestCreateRefusesExistingSamples(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, results.SamplesFile), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := results.Create(dir); err == nil || !strings.Contains(err.Error(), "already holds") {
+		t.Errorf("overwrote an earlier run: %v", err)
+	}
+}
+
+func TestRunRoundTrip(t *testing.T) {
+	f, err := results.Create(filepath.Join(t.TempDir(), "a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	r := results.NewRun("probe", []string{"repro", "probe", "--token", "s3cr3t", "--password=hunter2", "--duration", "1m"}, start)
+	r.Server = "https://api.example:6443"
+	r.SetExtra("scenario", "baseline")
+	r.Finish(start.Add(time.Minute), results.StatusInterrupted)
+	if err := f.WriteRun(r); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(f.Path(results.RunFile))
+	if strings.Contains(string(raw), "s3cr3t") || strings.Contains(string(raw), "hunter2") {
+		t.Fatalf("secret in run.json:\n%s", raw)
+	}
+	back, err := f.ReadRun()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"repro", "probe", "--token", "REDACTED", "--password=REDACTED", "--duration", "1m"}
+	if !reflect.DeepEqual(back.Args, want) || back.Status != "interrupted" || back.Extra["scenario"] != "baseline" || !back.End.Equal(start.Add(time.Minute)) {
+		t.Errorf("round trip: %+v", back)
+	}
+	if back.Tool.Name != "repro" || back.Tool.GoVersion == "" {
+		t.Errorf("tool info missing: %+v", back.Tool)
+	}
+}
+
+type rec struct {
+	N int    `json:"n"`
+	S string `json:"s"`
+}
+
+func TestJSONLFlushesWithinASecond(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.jsonl")
+	w, err := results.CreateJSONL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Write(rec{1, "a"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(results.FlushInterval + 500*time.Millisecond)
+	for {
+		b, _ := os.ReadFile(path)
+		if string(b) == "{\"n\":1,\"s\":\"a\"}\n" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("line not on disk after %v: %q", results.FlushInterval, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestReadJSONLTruncatedLastLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.jsonl")
+	w, err := results.CreateJSONL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if err := w.Write(rec{i, strings.Repeat("x", 10)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A crash mid-write leaves half a line without newline.
+	fh, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	fh.WriteString(`{"n":3,"s":"xx`)
+	fh.Close()
+
+	var got []rec
+	st, err := results.ReadJSONL(path, func(line []byte) error {
+		var r rec
+		if err := json.Unmarshal(line, &r); err != nil {
+			return err
+		}
+		got = append(got, r)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("truncated last line failed the read: %v", err)
+	}
+	if !st.TruncatedLast || st.Lines != 3 || len(got) != 3 || got[2].N != 2 {
+		t.Errorf("stats %+v, got %v", st, got)
+	}
+}
+
+func TestReadJSONLCorruptMiddleLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.jsonl")
+	os.WriteFile(path, []byte("{\"n\":1}\nnot json\n{\"n\":2}\n"), 0o644)
+	_, err := results.ReadJSONL(path, func(line []byte) error {
+		var r rec
+		return json.Unmarshal(line, &r)
+	})
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("want an error naming line 2, got %v", err)
+	}
+}
+
+func TestDefaultDir(t *testing.T) {
+	got := results.DefaultDir("probe", time.Date(2025, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)))
+	if got != filepath.Join("repro-results", "20250102T020405Z-probe") {
+		t.Errorf("got %s", got)
+	}
+}
