@@ -1,0 +1,356 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/repro-tools/repro/prober"
+	"github.com/repro-tools/repro/results"
+)
+
+// PollerSummary holds the figures of one poller (backend-connection).
+type PollerSummary struct {
+	Name       string
+	Backend    string
+	Connection prober.ConnectionType
+	// Samples counts every sample; Failures the failed ones (aborted
+	// excluded); Aborted those cut by an interrupted run.
+	Samples, Failures, Aborted int64
+	// Skipped counts ticks with no sample: gaps in the sequence numbers
+	// between the first and last sample (in-flight bound or stalls).
+	Skipped int64
+	// Disrupted sums the poller's disruption intervals; SamplerOutage its
+	// DNS intervals, which are not disruption.
+	Disrupted     time.Duration
+	SamplerOutage time.Duration
+	// Intervals counts disruption intervals (outages excluded); Longest is
+	// the longest of them.
+	Intervals int
+	Longest   time.Duration
+	// Classes counts failed samples per error class.
+	Classes map[prober.ErrorClass]int64
+	// Unauthorized counts 401 and 403 answers: expired or insufficient
+	// credentials, which make every sample fail without any disruption.
+	Unauthorized int64
+	// Protocol is the HTTP protocol most answers came over ("HTTP/1.1",
+	// "HTTP/2.0"), empty without any answer.
+	Protocol string
+	// First and Last are the starts of the first and last samples.
+	First, Last time.Time
+}
+
+// Analysis is everything derived from a set of samples.
+type Analysis struct {
+	// Pollers in display order (backend order of prober.KnownBackends,
+	// then new before reused).
+	Pollers []PollerSummary
+	// Intervals of every poller, sorted by start.
+	Intervals []Interval
+	// Samples is the number of samples analysed.
+	Samples int64
+	// TruncatedLast says the last line of samples.jsonl was cut short and
+	// skipped.
+	TruncatedLast bool
+	// From and To bound the samples (first start, last end).
+	From, To time.Time
+}
+
+// accumulator collects points per poller.
+type accumulator struct {
+	pollers map[string]*pollerData
+	details []detail
+}
+
+type pollerData struct {
+	name, backend string
+	conn          prober.ConnectionType
+	points        []point
+	summary       PollerSummary
+	protos        map[string]int64
+}
+
+func newAccumulator() *accumulator { return &accumulator{pollers: map[string]*pollerData{}} }
+
+func (a *accumulator) poller(backend string, conn prober.ConnectionType) *pollerData {
+	name := prober.PollerName(backend, conn)
+	pd := a.pollers[name]
+	if pd == nil {
+		pd = &pollerData{name: name, backend: backend, conn: conn, protos: map[string]int64{},
+			summary: PollerSummary{Name: name, Backend: backend, Connection: conn, Classes: map[prober.ErrorClass]int64{}}}
+		a.pollers[name] = pd
+	}
+	return pd
+}
+
+func (a *accumulator) add(s *prober.Sample) {
+	pd := a.poller(s.Backend, s.Connection)
+	start := s.Start.UnixNano()
+	p := point{seq: s.Seq, start: start, end: start + int64(s.Duration), class: indexOfClass(s.ErrorClass), detail: -1}
+	st := &pd.summary
+	st.Samples++
+	if s.Protocol != "" {
+		pd.protos[s.Protocol]++
+	}
+	if s.ErrorClass == prober.ClassAborted {
+		st.Aborted++
+	} else if s.ErrorClass != prober.ClassNone {
+		st.Failures++
+		st.Classes[s.ErrorClass]++
+		if s.StatusCode == 401 || s.StatusCode == 403 {
+			st.Unauthorized++
+		}
+		p.detail = int32(len(a.details))
+		a.details = append(a.details, detail{message: s.Error, auditID: s.AuditID, status: s.StatusCode, retryAfter: s.RetryAfter})
+	}
+	pd.points = append(pd.points, p)
+}
+
+// merge folds b into a (used by the parallel loader).
+func (a *accumulator) merge(b *accumulator) {
+	offset := int32(len(a.details))
+	a.details = append(a.details, b.details...)
+	for _, bp := range b.pollers {
+		pd := a.poller(bp.backend, bp.conn)
+		for _, p := range bp.points {
+			if p.detail >= 0 {
+				p.detail += offset
+			}
+			pd.points = append(pd.points, p)
+		}
+		st, bs := &pd.summary, &bp.summary
+		st.Samples += bs.Samples
+		st.Failures += bs.Failures
+		st.Aborted += bs.Aborted
+		st.Unauthorized += bs.Unauthorized
+		for c, n := range bs.Classes {
+			st.Classes[c] += n
+		}
+		for p, n := range bp.protos {
+			pd.protos[p] += n
+		}
+	}
+}
+
+func (a *accumulator) finish() *Analysis {
+	out := &Analysis{}
+	var from, to int64
+	for _, pd := range a.pollers {
+		sort.Slice(pd.points, func(i, j int) bool { return pd.points[i].seq < pd.points[j].seq })
+		st := pd.summary
+		if n := len(pd.points); n > 0 {
+			first, last := pd.points[0], pd.points[n-1]
+			st.First, st.Last = time.Unix(0, first.start).UTC(), time.Unix(0, last.start).UTC()
+			if span := int64(last.seq-first.seq) + 1; span > int64(n) {
+				st.Skipped = span - int64(n)
+			}
+			for _, p := range pd.points {
+				if from == 0 || p.start < from {
+					from = p.start
+				}
+				if p.end > to {
+					to = p.end
+				}
+			}
+		}
+		var best int64
+		for proto, n := range pd.protos {
+			if n > best || (n == best && proto < st.Protocol) {
+				st.Protocol, best = proto, n
+			}
+		}
+		ivs := intervalsOf(pd.name, pd.backend, pd.conn, pd.points, a.details)
+		for i := range ivs {
+			d := ivs[i].Duration()
+			if ivs[i].SamplerOutage {
+				st.SamplerOutage += d
+				continue
+			}
+			st.Disrupted += d
+			st.Intervals++
+			if d > st.Longest {
+				st.Longest = d
+			}
+		}
+		out.Intervals = append(out.Intervals, ivs...)
+		out.Pollers = append(out.Pollers, st)
+		out.Samples += st.Samples
+	}
+	if from != 0 {
+		out.From, out.To = time.Unix(0, from).UTC(), time.Unix(0, to).UTC()
+	}
+	sortIntervals(out.Intervals)
+	sort.Slice(out.Pollers, func(i, j int) bool { return pollerLess(out.Pollers[i], out.Pollers[j]) })
+	return out
+}
+
+func backendRank(name string) int {
+	for i, b := range prober.KnownBackends {
+		if b.Name == name {
+			return i
+		}
+	}
+	return len(prober.KnownBackends)
+}
+
+func pollerLess(a, b PollerSummary) bool {
+	ra, rb := backendRank(a.Backend), backendRank(b.Backend)
+	if ra != rb {
+		return ra < rb
+	}
+	if a.Backend != b.Backend {
+		return a.Backend < b.Backend
+	}
+	return a.Connection < b.Connection // "new" < "reused"
+}
+
+// Analyze derives intervals and per-poller figures from samples given in
+// any order. It is a pure function.
+func Analyze(samples []prober.Sample) *Analysis {
+	acc := newAccumulator()
+	for i := range samples {
+		acc.add(&samples[i])
+	}
+	return acc.finish()
+}
+
+// LoadSamples reads samples.jsonl at path and analyses it. Lines are decoded
+// on all cores; only what the interval rule needs is kept per sample (about
+// 40 bytes), plus the text of failed samples. A truncated last line is
+// skipped and reported in Analysis.TruncatedLast.
+func LoadSamples(path string) (*Analysis, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("no samples: %s does not exist", path)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	type batch struct {
+		buf   []byte
+		lines [][2]int
+		first int64 // line number of the first line
+	}
+	const batchLines = 4096
+	batches := make(chan *batch, workers*2)
+	type result struct {
+		acc *accumulator
+		err error
+	}
+	resultsCh := make(chan result, workers)
+	pool := sync.Pool{New: func() any { return &batch{} }}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			acc := newAccumulator()
+			var firstErr error
+			var s prober.Sample
+			for b := range batches {
+				if firstErr == nil {
+					for i, l := range b.lines {
+						if err := json.Unmarshal(b.buf[l[0]:l[1]], &s); err != nil {
+							firstErr = fmt.Errorf("%s line %d: %v", path, b.first+int64(i), err)
+							break
+						}
+						acc.add(&s)
+					}
+				}
+				b.buf, b.lines = b.buf[:0], b.lines[:0]
+				pool.Put(b)
+			}
+			resultsCh <- result{acc, firstErr}
+		}()
+	}
+	cur := pool.Get().(*batch)
+	var lineNo int64
+	var pending []byte // the last line seen, decoded on the reader side only if it is the final one
+	var pendingNo int64
+	flush := func() {
+		if len(cur.lines) > 0 {
+			batches <- cur
+			cur = pool.Get().(*batch)
+		}
+	}
+	addLine := func(line []byte, no int64) {
+		if len(cur.lines) == 0 {
+			cur.first = no
+		}
+		start := len(cur.buf)
+		cur.buf = append(cur.buf, line...)
+		cur.lines = append(cur.lines, [2]int{start, len(cur.buf)})
+		if len(cur.lines) >= batchLines {
+			flush()
+		}
+	}
+	havePending := false
+	st, err := results.ReadJSONL(path, func(line []byte) error {
+		lineNo++
+		if havePending {
+			addLine(pending, pendingNo)
+		}
+		pending = append(pending[:0], line...)
+		pendingNo = lineNo
+		havePending = true
+		return nil
+	})
+	// The last line is decoded here so a cut-off one can be told apart from
+	// corruption in the middle.
+	var truncated bool
+	var last *accumulator
+	if err == nil && havePending {
+		var s prober.Sample
+		if derr := json.Unmarshal(pending, &s); derr != nil {
+			if st.Bytes > 0 && !endsWithNewline(path) {
+				truncated = true
+			} else {
+				err = fmt.Errorf("%s line %d: %v", path, pendingNo, derr)
+			}
+		} else {
+			last = newAccumulator()
+			last.add(&s)
+		}
+	}
+	flush()
+	close(batches)
+	wg.Wait()
+	close(resultsCh)
+	total := newAccumulator()
+	for r := range resultsCh {
+		if r.err != nil && err == nil {
+			err = r.err
+		}
+		total.merge(r.acc)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if last != nil {
+		total.merge(last)
+	}
+	a := total.finish()
+	a.TruncatedLast = truncated || st.TruncatedLast
+	if a.Samples == 0 {
+		return a, fmt.Errorf("no samples in %s", path)
+	}
+	return a, nil
+}
+
+func endsWithNewline(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return false
+	}
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, st.Size()-1); err != nil {
+		return false
+	}
+	return b[0] == '\n'
+}
