@@ -550,11 +550,11 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 	return s
 }
 
-// unwrapURLError renders err like net/http does but keeps the URL path only
-// once: "Get \"https://host/path\": <cause>".
+// unwrapURLError renders err as net/http does ("Get \"https://host/path\":
+// <cause>"), with any user info in the URL redacted.
 func unwrapURLError(err error) string {
 	if ue, ok := err.(*url.Error); ok {
-		return ue.Op + " " + redactURL(ue.URL) + ": " + ue.Err.Error()
+		return fmt.Sprintf("%s %q: %s", ue.Op, redactURL(ue.URL), ue.Err)
 	}
 	return err.Error()
 }

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/results"
+)
+
+func init() { subcommands = append(subcommands, newReportCmd) }
+
+func newReportCmd(o *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "report DIR",
+		Short: "Rebuild intervals.json, backend-disruption.json and summary.txt from a results folder, offline",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			a, err := report.Rebuild(dir)
+			if err != nil {
+				return err
+			}
+			f, _ := results.Open(dir)
+			summary, err := os.ReadFile(f.Path(results.SummaryFile))
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(cmd.OutOrStdout(), string(summary))
+			if a.TruncatedLast {
+				o.logger().Warn("the last line of samples.jsonl was truncated (the run ended abruptly); it was skipped")
+			}
+			return nil
+		},
+	}
+}
