@@ -1,12 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
+	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/lab/binaries"
 )
 
@@ -16,8 +20,16 @@ func newLabCmd(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lab",
 		Short: "Run the lab: real kube-apiservers on etcd behind an NLB-like load balancer",
+		Long: `The lab is repro's local control plane: three real kube-apiserver processes
+(master-0..2) on a real etcd, behind a Go load balancer that behaves like a cloud
+NLB (pass-through TLS, /readyz health checks), with an installer controller that
+rolls out kube-apiserver revisions the way OpenShift's operator does.
+
+Force a rollout against it as on OpenShift:
+  oc --kubeconfig FILE patch kubeapiserver cluster --type=merge \
+    -p '{"spec":{"forceRedeploymentReason":"test-1"}}'`,
 	}
-	cmd.AddCommand(newLabBuildCmd(o))
+	cmd.AddCommand(newLabBuildCmd(o), newLabUpCmd(o))
 	return cmd
 }
 
@@ -25,7 +37,10 @@ func newLabBuildCmd(o *rootOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "build",
 		Short: "Build and cache the lab's kube-apiserver and etcd now instead of on first use",
-		Args:  cobra.NoArgs,
+		Long: `Builds kube-apiserver ` + binaries.KubeAPIServer.Version + ` and etcd ` + binaries.Etcd.Version + ` from the Go
+module proxy into the user cache (about 4 minutes cold on 2 cores, once), so
+later lab starts take seconds. Needs a Go toolchain on PATH.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, s := range binaries.All {
 				start := time.Now()
@@ -38,4 +53,87 @@ func newLabBuildCmd(o *rootOptions) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// labFlags binds lab.Options to flags; repro run reuses it for its lab.
+type labFlags struct {
+	opts lab.Options
+}
+
+func (f *labFlags) bind(cmd *cobra.Command) {
+	d := lab.DefaultOptions()
+	f.opts = d
+	fl := cmd.Flags()
+	fl.StringVar(&f.opts.KubeAPIServer, "kube-apiserver", "", "kube-apiserver binary to run instead of the built "+binaries.KubeAPIServer.Version+" (a patched fork, a candidate fix)")
+	fl.StringVar(&f.opts.Etcd, "etcd", "", "etcd binary to run instead of the built "+binaries.Etcd.Version)
+	fl.StringVar(&f.opts.Listen, "listen", d.Listen, "load balancer address; a fixed port must be free")
+	fl.IntVar(&f.opts.Nodes, "nodes", d.Nodes, "number of control-plane nodes")
+	fl.DurationVar(&f.opts.ShutdownDelay, "shutdown-delay", d.ShutdownDelay, "kube-apiserver --shutdown-delay-duration (OpenShift 70s, AWS 129s)")
+	fl.DurationVar(&f.opts.GracePeriod, "grace-period", d.GracePeriod, "SIGKILL this long after SIGTERM (OpenShift 135s, AWS 194s)")
+	fl.DurationVar(&f.opts.MinReadyTime, "min-ready-time", d.MinReadyTime, "wait after a node is ready before rolling the next (OpenShift 30s)")
+	fl.DurationVar(&f.opts.Health.Interval, "lb-health-interval", d.Health.Interval, "load balancer health check interval (AWS 10s)")
+	fl.DurationVar(&f.opts.Health.Timeout, "lb-health-timeout", d.Health.Timeout, "load balancer health check timeout (AWS 10s)")
+	fl.IntVar(&f.opts.Health.HealthyThreshold, "lb-healthy-threshold", d.Health.HealthyThreshold, "passes in a row to mark a target healthy (AWS 2)")
+	fl.IntVar(&f.opts.Health.UnhealthyThreshold, "lb-unhealthy-threshold", d.Health.UnhealthyThreshold, "failures in a row to mark a target unhealthy (AWS 2)")
+	fl.DurationVar(&f.opts.ProbeInterval, "probe-interval", d.ProbeInterval, "period of the pods' /readyz readiness probe")
+	fl.DurationVar(&f.opts.StartTimeout, "start-timeout", d.StartTimeout, "limit for one apiserver to become ready")
+	fl.StringVar(&f.opts.Dir, "dir", "", "keep the lab's files (PKI, etcd data, apiserver logs) here instead of a temporary dir removed at exit")
+	fl.StringVar(&f.opts.ConnRecords, "lb-records", "", "stream the load balancer's connection records to this JSON-lines file")
+}
+
+func newLabUpCmd(o *rootOptions) *cobra.Command {
+	var f labFlags
+	var kubeconfigOut string
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the lab in the foreground; Ctrl-C stops it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := o.logger()
+			opts := f.opts
+			opts.Logger = log.Named("lab")
+			opts.BuildProgress = os.Stderr
+			started := time.Now()
+			l, err := lab.Start(cmd.Context(), opts)
+			if err != nil {
+				if errors.Is(err, binaries.ErrNoGoToolchain) {
+					return err
+				}
+				return fmt.Errorf("lab did not start: %w", err)
+			}
+			defer l.Stop()
+			if kubeconfigOut == "" {
+				kubeconfigOut = filepath.Join(l.Dir(), "kubeconfig")
+			}
+			if err := l.WriteKubeconfig(kubeconfigOut); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "lab is up in %s\n", time.Since(started).Round(time.Millisecond))
+			fmt.Fprintf(out, "  API (load balancer): %s\n", l.URL())
+			fmt.Fprintf(out, "  kubeconfig:          %s\n", kubeconfigOut)
+			for _, n := range l.Nodes() {
+				fmt.Fprintf(out, "  %s: %s (pid %d, revision %d)\n", n.Name(), n.URL(), n.PID(), n.Revision())
+			}
+			fmt.Fprintf(out, "  files:               %s\n", l.Dir())
+			fmt.Fprintf(out, "force a rollout:  KUBECONFIG=%s oc patch kubeapiserver cluster --type=merge -p '{\"spec\":{\"forceRedeploymentReason\":\"test-'$(date +%%s)'\"}}'\n", kubeconfigOut)
+			fmt.Fprintln(out, "press Ctrl-C to stop")
+			select {
+			case <-cmd.Context().Done():
+			case <-l.Done():
+			}
+			log.Info("stopping the lab")
+			if err := l.Stop(); err != nil {
+				return err
+			}
+			if f.opts.Dir == "" && kubeconfigOut == filepath.Join(l.Dir(), "kubeconfig") {
+				log.Info("lab stopped; its temporary files are removed")
+			}
+			log.Info("lab stopped", zap.Duration("uptime", time.Since(started).Round(time.Second)))
+			return nil
+		},
+	}
+	f.bind(cmd)
+	cmd.Flags().StringVar(&kubeconfigOut, "kubeconfig-out", "", "write the admin kubeconfig here (default: inside the lab's directory)")
+	return cmd
 }

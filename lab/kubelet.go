@@ -1,0 +1,274 @@
+package lab
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// desiredPod is what the kubelet would report for the node's static pod.
+type desiredPod struct {
+	exists   bool
+	revision int32
+	hash     string
+	started  time.Time
+	ready    bool
+	readyAt  time.Time
+}
+
+func (n *Node) desired() desiredPod {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc == nil || n.cur == nil {
+		// Between the old process's exit and the new one's start the
+		// static pod has no mirror: the kubelet removed it.
+		return desiredPod{}
+	}
+	d := desiredPod{exists: true, revision: n.cur.Revision, started: n.cur.Started}
+	d.hash = podHash(n.name, n.cur.Revision, n.cur.Started)
+	d.ready = n.probeOK && n.warm
+	if d.ready {
+		d.readyAt = n.cur.Warmed
+	}
+	return d
+}
+
+// podHash stands for kubernetes.io/config.hash: the static pod manifest's
+// hash, new for every revision (and every restart of one, which the lab only
+// does on a new revision).
+func podHash(node string, rev int32, started time.Time) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%d", node, rev, started.UnixNano())))
+	return hex.EncodeToString(h[:])[:32]
+}
+
+// kubeletLoop keeps the mirror pod kube-apiserver-<node> in line with the
+// node's process: created when a process starts, status updated as
+// readiness changes, deleted once the process has exited (a static pod's
+// mirror is replaced, not updated, when its revision changes; OpenShift
+// clients see the pod vanish and reappear with a new uid and revision).
+func (n *Node) kubeletLoop(ctx context.Context) {
+	var cur *corev1.Pod // last pod written or read
+	backoff := 100 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.changed:
+		case <-time.After(backoff):
+		}
+		var err error
+		cur, err = n.syncPod(ctx, cur)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			n.log.Debug("mirror pod sync failed, retrying", zap.Error(err))
+			backoff = min(backoff*2, 2*time.Second)
+			cur = nil
+			n.notify()
+			continue
+		}
+		backoff = 5 * time.Second
+	}
+}
+
+func (n *Node) podName() string { return "kube-apiserver-" + n.name }
+
+func (n *Node) syncPod(ctx context.Context, cur *corev1.Pod) (*corev1.Pod, error) {
+	pods := n.lab.client.CoreV1().Pods(Namespace)
+	d := n.desired()
+	if cur == nil {
+		p, err := pods.Get(ctx, n.podName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, err
+		default:
+			cur = p
+		}
+	}
+	if cur != nil && (!d.exists || cur.Annotations["kubernetes.io/config.hash"] != d.hash) {
+		uid := cur.UID
+		err := pods.Delete(ctx, cur.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return nil, err
+		}
+		n.log.Debug("mirror pod deleted", zap.String("pod", cur.Name), zap.String("revision", cur.Labels["revision"]))
+		cur = nil
+	}
+	if !d.exists {
+		return nil, nil
+	}
+	if cur == nil {
+		p, err := pods.Create(ctx, n.mirrorPod(d), metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil, err // re-read and reconcile next round
+		}
+		if err != nil {
+			return nil, err
+		}
+		cur = p
+	}
+	want := n.podStatus(d, cur)
+	if podStatusEqual(cur.Status, want) {
+		return cur, nil
+	}
+	up := cur.DeepCopy()
+	up.Status = want
+	p, err := pods.UpdateStatus(ctx, up, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (n *Node) mirrorPod(d desiredPod) *corev1.Pod {
+	rev := strconv.Itoa(int(d.revision))
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      n.podName(),
+			Namespace: Namespace,
+			Labels:    map[string]string{"app": "openshift-kube-apiserver", "apiserver": "true", "revision": rev},
+			Annotations: map[string]string{
+				"kubernetes.io/config.mirror": d.hash,
+				"kubernetes.io/config.hash":   d.hash,
+				"kubernetes.io/config.source": "file",
+				"kubernetes.io/config.seen":   d.started.UTC().Format(time.RFC3339Nano),
+				"repro.lab/binary":            n.lab.kasBin,
+			},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                      n.name,
+			HostNetwork:                   true,
+			PriorityClassName:             "system-node-critical",
+			TerminationGracePeriodSeconds: ptr.To(int64(n.lab.opts.GracePeriod / time.Second)),
+			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{
+				Name:    "kube-apiserver",
+				Image:   "lab.local/kube-apiserver:v1.34.4",
+				Command: []string{"kube-apiserver"},
+				Ports:   []corev1.ContainerPort{{Name: "https", ContainerPort: int32(n.port), HostPort: int32(n.port), Protocol: corev1.ProtocolTCP}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(int32(n.port)), Scheme: corev1.URISchemeHTTPS}},
+					PeriodSeconds:    int32(max(1, n.lab.opts.ProbeInterval/time.Second)),
+					FailureThreshold: 1,
+				},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+		},
+	}
+}
+
+func (n *Node) podStatus(d desiredPod, cur *corev1.Pod) corev1.PodStatus {
+	cond := func(t corev1.PodConditionType, ok bool, since time.Time) corev1.PodCondition {
+		s := corev1.ConditionFalse
+		if ok {
+			s = corev1.ConditionTrue
+		}
+		// Keep the transition time while the status does not change.
+		for _, c := range cur.Status.Conditions {
+			if c.Type == t && c.Status == s {
+				return c
+			}
+		}
+		c := corev1.PodCondition{Type: t, Status: s, LastTransitionTime: metav1.NewTime(since)}
+		if !ok && (t == corev1.PodReady || t == corev1.ContainersReady) {
+			c.Reason = "ContainersNotReady"
+			c.Message = "containers with unready status: [kube-apiserver]"
+		}
+		return c
+	}
+	now := time.Now()
+	readySince := now
+	if d.ready && !d.readyAt.IsZero() {
+		readySince = d.readyAt
+	}
+	start := metav1.NewTime(d.started)
+	return corev1.PodStatus{
+		Phase:     corev1.PodRunning,
+		HostIP:    "127.0.0.1",
+		HostIPs:   []corev1.HostIP{{IP: "127.0.0.1"}},
+		PodIP:     "127.0.0.1",
+		PodIPs:    []corev1.PodIP{{IP: "127.0.0.1"}},
+		StartTime: &start,
+		QOSClass:  corev1.PodQOSBestEffort,
+		Conditions: []corev1.PodCondition{
+			cond(corev1.PodReadyToStartContainers, true, d.started),
+			cond(corev1.PodInitialized, true, d.started),
+			cond(corev1.PodReady, d.ready, readySince),
+			cond(corev1.ContainersReady, d.ready, readySince),
+			cond(corev1.PodScheduled, true, d.started),
+		},
+		ContainerStatuses: []corev1.ContainerStatus{{
+			Name:    "kube-apiserver",
+			Image:   "lab.local/kube-apiserver:v1.34.4",
+			ImageID: "lab.local/kube-apiserver@" + d.hash,
+			Ready:   d.ready,
+			Started: ptr.To(true),
+			State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: start}},
+		}},
+	}
+}
+
+func podStatusEqual(a, b corev1.PodStatus) bool {
+	if a.Phase != b.Phase || len(a.Conditions) != len(b.Conditions) || len(a.ContainerStatuses) != len(b.ContainerStatuses) {
+		return false
+	}
+	idx := map[corev1.PodConditionType]corev1.ConditionStatus{}
+	for _, c := range a.Conditions {
+		idx[c.Type] = c.Status
+	}
+	for _, c := range b.Conditions {
+		if idx[c.Type] != c.Status {
+			return false
+		}
+	}
+	for i := range a.ContainerStatuses {
+		if a.ContainerStatuses[i].Ready != b.ContainerStatuses[i].Ready {
+			return false
+		}
+	}
+	return true
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// waitPodsReady waits until every node's mirror pod is Ready, so Start
+// returns a lab whose pods already look like a settled cluster's.
+func (l *Lab) waitPodsReady(ctx context.Context) error {
+	for {
+		all := true
+		for _, n := range l.nodes {
+			p, err := l.client.CoreV1().Pods(Namespace).Get(ctx, n.podName(), metav1.GetOptions{})
+			if err != nil || !podReady(p) || p.Labels["revision"] != strconv.Itoa(int(n.Revision())) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the kube-apiserver pods to be Ready: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,431 @@
+// Package lab is repro's embedded control plane: real kube-apiserver
+// processes ("nodes" master-0..2) on a real etcd, behind a load balancer that
+// behaves like a cloud NLB, with an installer controller that rolls out
+// kube-apiserver revisions the way OpenShift's operator does.
+//
+// A client of the lab sees what it would see on OpenShift: the
+// kubeapiservers.operator.openshift.io/cluster object, kube-apiserver-<node>
+// pods in openshift-kube-apiserver with revision labels and Ready conditions,
+// and the apiservers' termination Events, at the times they happened.
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/repro-tools/repro/lab/binaries"
+	"github.com/repro-tools/repro/lab/lb"
+	"github.com/repro-tools/repro/lab/netproxy"
+	"github.com/repro-tools/repro/lab/operator"
+	"github.com/repro-tools/repro/lab/pki"
+	"github.com/repro-tools/repro/lab/proc"
+)
+
+// Namespace is where OpenShift runs the kube-apiserver static pods.
+const Namespace = "openshift-kube-apiserver"
+
+// OperatorNamespace is where OpenShift's kube-apiserver operator runs and
+// records its own events.
+const OperatorNamespace = "openshift-kube-apiserver-operator"
+
+// Lab is a running lab.
+type Lab struct {
+	opts    Options
+	log     *zap.Logger
+	dir     string
+	tempDir bool
+	pki     *pki.Bundle
+	kasBin  string
+	etcdBin string
+
+	etcd    *proc.Process
+	etcdURL string
+	lb      *lb.LB
+	recFile *os.File
+	nodes   []*Node
+
+	cfg    *rest.Config
+	client kubernetes.Interface
+	events *eventSink
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	bg       sync.WaitGroup
+	op       *operator.Controller
+	stopOnce sync.Once
+	stopErr  error
+	stopped  chan struct{}
+}
+
+// Start builds or locates the binaries, generates the PKI, starts etcd, the
+// apiservers, the load balancer and the installer controller, and returns
+// once every apiserver is ready, warm and in service behind the load
+// balancer. Cancelling ctx stops the lab; so does Stop.
+func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	l := &Lab{opts: opts, log: opts.Logger, stopped: make(chan struct{})}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	defer func() {
+		// Any failure, and a panic on the way up, leaves nothing running.
+		if r := recover(); r != nil {
+			_ = l.Stop()
+			panic(r)
+		}
+		if err != nil {
+			_ = l.Stop()
+		}
+	}()
+	began := time.Now()
+
+	if l.kasBin, err = resolveBinary(ctx, opts.KubeAPIServer, binaries.KubeAPIServer, opts.BuildProgress); err != nil {
+		return nil, err
+	}
+	if l.etcdBin, err = resolveBinary(ctx, opts.Etcd, binaries.Etcd, opts.BuildProgress); err != nil {
+		return nil, err
+	}
+	if opts.Listen != "" {
+		if err := checkListen(opts.Listen); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Dir == "" {
+		if l.dir, err = os.MkdirTemp("", "repro-lab-"); err != nil {
+			return nil, err
+		}
+		l.tempDir = true
+	} else {
+		l.dir = opts.Dir
+		if err := os.MkdirAll(l.dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(l.dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	if l.pki, err = pki.Generate(filepath.Join(l.dir, "pki")); err != nil {
+		return nil, fmt.Errorf("generating the lab PKI: %w", err)
+	}
+
+	if err := l.startEtcd(ctx); err != nil {
+		return nil, err
+	}
+
+	// Each node keeps its apiserver port and its etcd proxy across restarts,
+	// as a node keeps its address.
+	var targets []lb.Target
+	for i := 0; i < opts.Nodes; i++ {
+		name := "master-" + strconv.Itoa(i)
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		px, err := netproxy.New("etcd-"+name, "127.0.0.1:0", l.etcdAddr())
+		if err != nil {
+			return nil, err
+		}
+		n := newNode(l, name, port, px)
+		l.nodes = append(l.nodes, n)
+		targets = append(targets, lb.Target{Name: name, Addr: n.addr()})
+	}
+
+	hc := opts.Health
+	hc.TLS = l.tlsConfig(false)
+	lbOpts := lb.Options{Listen: opts.Listen, Targets: targets, Health: hc, Policy: opts.LBPolicy, Logger: l.log.Named("lb")}
+	if opts.ConnRecords != "" {
+		if l.recFile, err = os.Create(opts.ConnRecords); err != nil {
+			return nil, err
+		}
+		lbOpts.Records = l.recFile
+	}
+	if l.lb, err = lb.New(lbOpts); err != nil {
+		return nil, err
+	}
+	l.cfg = l.restConfig("https://" + l.lb.Addr())
+	if l.client, err = kubernetes.NewForConfig(l.cfg); err != nil {
+		return nil, err
+	}
+	l.events = newEventSink(l)
+
+	// The first apiserver creates the CRDs and namespaces; the others start
+	// alongside it so the lab is up in one apiserver start time.
+	errs := make(chan error, len(l.nodes))
+	for _, n := range l.nodes {
+		n := n
+		l.lb.SetRegistered(n.name, false)
+		go func() { errs <- n.start(ctx, 1) }()
+	}
+	var startErr error
+	for range l.nodes {
+		if err := <-errs; err != nil && startErr == nil {
+			startErr = err
+		}
+	}
+	if startErr != nil {
+		return nil, startErr
+	}
+	if err := l.bootstrap(ctx); err != nil {
+		return nil, err
+	}
+	// Warm each apiserver's CRD storage now that the CRDs exist, then put it
+	// in service.
+	for _, n := range l.nodes {
+		if err := n.warmUp(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range l.nodes {
+		n.startLoops()
+	}
+	wctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	if err := l.lb.WaitInService(wctx); err != nil {
+		return nil, err
+	}
+	if err := l.waitPodsReady(wctx); err != nil {
+		return nil, err
+	}
+
+	if l.op, err = operator.New(operator.Options{
+		Config: l.cfg, Nodes: l.NodeNames(), Installer: installer{l}, MinReadyTime: opts.MinReadyTime,
+		Namespace: Namespace, OperatorNamespace: OperatorNamespace, Logger: l.log.Named("operator"),
+	}); err != nil {
+		return nil, err
+	}
+	l.bg.Add(1)
+	go func() { defer l.bg.Done(); l.op.Run(l.ctx) }()
+	if err := l.op.WaitSynced(wctx); err != nil {
+		return nil, err
+	}
+
+	go func() {
+		select {
+		case <-ctx.Done():
+			l.log.Info("lab context cancelled, stopping")
+			_ = l.Stop()
+		case <-l.stopped:
+		}
+	}()
+	l.log.Info("lab is up", zap.String("url", l.URL()), zap.Duration("took", time.Since(began).Round(time.Millisecond)), zap.String("dir", l.dir))
+	return l, nil
+}
+
+// resolveBinary returns the given path after checking it runs, or the cached
+// build, building it first if needed.
+func resolveBinary(ctx context.Context, given string, spec binaries.Spec, progress interface{ Write([]byte) (int, error) }) (string, error) {
+	if given != "" {
+		st, err := os.Stat(given)
+		if err != nil {
+			return "", fmt.Errorf("--%s %s: %w", spec.Name, given, err)
+		}
+		if st.IsDir() || st.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("--%s %s is not an executable file", spec.Name, given)
+		}
+		return filepath.Abs(given)
+	}
+	o := binaries.Options{}
+	if progress != nil {
+		o.Progress = progress
+	}
+	return binaries.Ensure(ctx, spec, o)
+}
+
+// checkListen fails with one clear line when a fixed port is taken.
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("load balancer address %q: %w", addr, err)
+	}
+	if port == "0" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("load balancer port %s is busy (%v): pick another with --listen or stop what uses it", addr, errors.Unwrap(err))
+	}
+	return ln.Close()
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (l *Lab) etcdAddr() string { return l.etcdURL[len("http://"):] }
+
+// URL is the load balancer's URL: the lab's API endpoint.
+func (l *Lab) URL() string { return "https://" + l.lb.Addr() }
+
+// RESTConfig returns an admin (system:masters) config for the load
+// balancer, verifying the apiservers against the lab's CA.
+func (l *Lab) RESTConfig() *rest.Config { return rest.CopyConfig(l.cfg) }
+
+// Dir is the lab's directory (PKI, etcd data, logs).
+func (l *Lab) Dir() string { return l.dir }
+
+// LB is the load balancer, for its targets, transitions and connection records.
+func (l *Lab) LB() *lb.LB { return l.lb }
+
+// Connections returns the load balancer's connection records so far.
+func (l *Lab) Connections() []lb.ConnRecord { return l.lb.Connections() }
+
+// Nodes returns the control-plane nodes in name order.
+func (l *Lab) Nodes() []*Node { return append([]*Node(nil), l.nodes...) }
+
+// Node returns the node with the given name, or nil.
+func (l *Lab) Node(name string) *Node {
+	for _, n := range l.nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// NodeNames lists the node names in order.
+func (l *Lab) NodeNames() []string {
+	var out []string
+	for _, n := range l.nodes {
+		out = append(out, n.name)
+	}
+	return out
+}
+
+// Options returns the options the lab runs with, defaults filled in.
+func (l *Lab) Options() Options { return l.opts }
+
+func (l *Lab) restConfig(host string) *rest.Config {
+	return &rest.Config{
+		Host: host,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   l.pki.CAPEM,
+			CertData: l.pki.AdminCertPEM,
+			KeyData:  l.pki.AdminKeyPEM,
+		},
+		QPS:       100,
+		Burst:     200,
+		Timeout:   10 * time.Second,
+		UserAgent: "repro-lab",
+	}
+}
+
+// WriteKubeconfig writes an admin kubeconfig for the load balancer to path
+// (0600: it holds the admin key).
+func (l *Lab) WriteKubeconfig(path string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["lab"] = &clientcmdapi.Cluster{Server: l.URL(), CertificateAuthorityData: l.pki.CAPEM}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: l.pki.AdminCertPEM, ClientKeyData: l.pki.AdminKeyPEM}
+	cfg.Contexts["lab"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: "admin", Namespace: "default"}
+	cfg.CurrentContext = "lab"
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
+// httpClient returns a client for talking to one apiserver directly;
+// admin authenticates as system:admin, otherwise it is anonymous as a health
+// checker is.
+func (l *Lab) httpClient(admin bool, timeout time.Duration) *http.Client {
+	return &http.Client{
+		Timeout:   timeout,
+		Transport: &http.Transport{TLSClientConfig: l.tlsConfig(admin), DisableKeepAlives: true},
+	}
+}
+
+// Stop stops everything the lab started and waits for every process to be
+// gone. It is idempotent and safe to call concurrently.
+func (l *Lab) Stop() error {
+	l.stopOnce.Do(func() {
+		defer close(l.stopped)
+		l.cancel()
+		if l.events != nil {
+			l.events.close()
+		}
+		var errs []error
+		// The lab is going away: no graceful drain, SIGKILL every group.
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for _, n := range l.nodes {
+			n := n
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := n.kill(); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		l.bg.Wait()
+		// The installer may have started a process between the first pass
+		// and its own exit: kill again now that nothing else starts any.
+		for _, n := range l.nodes {
+			errs = appendErr(errs, n.kill())
+		}
+		for _, n := range l.nodes {
+			n.wait()
+			if n.proxy != nil {
+				_ = n.proxy.Close()
+			}
+		}
+		if l.etcd != nil {
+			errs = appendErr(errs, l.etcd.Kill())
+		}
+		if l.lb != nil {
+			_ = l.lb.Close()
+		}
+		if l.recFile != nil {
+			_ = l.recFile.Close()
+		}
+		if l.tempDir && l.dir != "" {
+			errs = appendErr(errs, os.RemoveAll(l.dir))
+		}
+		l.stopErr = errors.Join(errs...)
+	})
+	return l.stopErr
+}
+
+func appendErr(errs []error, err error) []error {
+	if err == nil {
+		return errs
+	}
+	return append(errs, err)
+}
+
+// Done is closed once the lab has stopped.
+func (l *Lab) Done() <-chan struct{} { return l.stopped }
+
+// EtcdPID is etcd's process id.
+func (l *Lab) EtcdPID() int {
+	if l.etcd == nil {
+		return 0
+	}
+	return l.etcd.PID()
+}

@@ -1,0 +1,470 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/repro-tools/repro/lab/netproxy"
+	"github.com/repro-tools/repro/lab/proc"
+)
+
+// Node is one control-plane node: a kube-apiserver process on its own
+// loopback port (fixed across restarts) with its own proxy to etcd.
+type Node struct {
+	lab   *Lab
+	name  string
+	port  int
+	proxy *netproxy.Proxy
+	log   *zap.Logger
+
+	mu       sync.Mutex
+	proc     *proc.Process
+	cur      *ProcessRecord
+	history  []*ProcessRecord
+	warm     bool
+	probeOK  bool
+	changed  chan struct{} // kubelet wake-up, buffered 1
+	loopsRun bool
+	readers  sync.WaitGroup
+}
+
+// ProcessRecord is one kube-apiserver process's life as the lab observed it.
+type ProcessRecord struct {
+	Node     string `json:"node"`
+	Revision int32  `json:"revision"`
+	PID      int    `json:"pid"`
+	LogPath  string `json:"logPath"`
+	// Started is when the process was exec'd; Ready when /readyz first
+	// answered 200; Warmed when its CRD storage had been warmed and it
+	// entered the load balancer's service.
+	Started time.Time `json:"started"`
+	Ready   time.Time `json:"ready,omitzero"`
+	Warmed  time.Time `json:"warmed,omitzero"`
+	// Terminating is when the lab sent SIGTERM; Killed is set when the grace
+	// period ran out and SIGKILL followed.
+	Terminating time.Time `json:"terminating,omitzero"`
+	Killed      bool      `json:"killed,omitempty"`
+	Exited      time.Time `json:"exited,omitzero"`
+	ExitStatus  string    `json:"exitStatus,omitempty"`
+	// Lifecycle lists the graceful-termination events read from the
+	// apiserver's log, with the time the lab read each line.
+	Lifecycle []LifecycleEvent `json:"lifecycle,omitempty"`
+	// Warmups counts 429 answers seen while warming CRD storage.
+	Warmups int `json:"warmup429s"`
+}
+
+// LifecycleEvent is one graceful-termination step of an apiserver.
+type LifecycleEvent struct {
+	// Signal is the upstream lifecycle signal name (ShutdownInitiated,
+	// AfterShutdownDelayDuration, ...).
+	Signal string `json:"signal"`
+	// Reason is the OpenShift Event reason it maps to ("" if none).
+	Reason  string    `json:"reason,omitempty"`
+	Message string    `json:"message,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+func newNode(l *Lab, name string, port int, px *netproxy.Proxy) *Node {
+	return &Node{lab: l, name: name, port: port, proxy: px, log: l.log.With(zap.String("node", name)), changed: make(chan struct{}, 1)}
+}
+
+// Name is the node name, e.g. master-0.
+func (n *Node) Name() string { return n.name }
+
+func (n *Node) addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
+
+// URL is the node's apiserver URL, bypassing the load balancer.
+func (n *Node) URL() string { return "https://" + n.addr() }
+
+// EtcdProxy is the proxy between this node's apiserver and etcd: the seam
+// for stalling one apiserver's storage.
+func (n *Node) EtcdProxy() *netproxy.Proxy { return n.proxy }
+
+// Revision is the revision of the running (or last) apiserver process.
+func (n *Node) Revision() int32 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cur == nil {
+		return 0
+	}
+	return n.cur.Revision
+}
+
+// PID is the running apiserver's pid, 0 between processes.
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc == nil {
+		return 0
+	}
+	return n.proc.PID()
+}
+
+// Processes returns a copy of every apiserver process this node has run.
+func (n *Node) Processes() []ProcessRecord {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]ProcessRecord, len(n.history))
+	for i, r := range n.history {
+		out[i] = *r
+		out[i].Lifecycle = append([]LifecycleEvent(nil), r.Lifecycle...)
+	}
+	return out
+}
+
+func (n *Node) notify() {
+	select {
+	case n.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) args(rev int32) []string {
+	p := n.lab.pki
+	o := n.lab.opts
+	args := []string{
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(n.port),
+		"--etcd-servers=http://" + n.proxy.Addr(),
+		"--tls-cert-file=" + p.ServingCert,
+		"--tls-private-key-file=" + p.ServingKey,
+		"--client-ca-file=" + p.CACert,
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file=" + p.SAPub,
+		"--service-account-signing-key-file=" + p.SAKey,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--authorization-mode=Node,RBAC",
+		// No controller-manager runs: the ServiceAccount admission plugin
+		// would refuse pods for want of token controllers. The lab's pods are
+		// mirror pods, which that plugin would leave alone anyway.
+		"--disable-admission-plugins=ServiceAccount",
+		// Loopback advertise addresses make the endpoint reconciler fail
+		// every 10 s; OpenShift's endpoints are managed elsewhere too.
+		"--endpoint-reconciler-type=none",
+		// OpenShift's graceful-termination settings, scaled.
+		"--shutdown-delay-duration=" + o.ShutdownDelay.String(),
+		"--shutdown-send-retry-after=true",
+		"--cert-dir=" + filepath.Join(n.lab.dir, "certs-"+n.name),
+		"--profiling=false",
+		// -v=1 makes the apiserver log its [graceful-termination] steps,
+		// which the lab turns into OpenShift's termination Events.
+		"--v=1",
+	}
+	args = append(args, o.ExtraAPIServerArgs...)
+	_ = rev // every revision runs the same configuration; the revision is the operator's bookkeeping
+	return args
+}
+
+// start execs the apiserver for rev and waits until /readyz answers 200.
+// Warming (which needs the CRDs to exist) is separate.
+func (n *Node) start(ctx context.Context, rev int32) error {
+	n.mu.Lock()
+	seq := len(n.history) + 1
+	n.mu.Unlock()
+	logPath := filepath.Join(n.lab.dir, "logs", fmt.Sprintf("kube-apiserver-%s-r%d-%d.log", n.name, rev, seq))
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		logf.Close()
+		return err
+	}
+	if err := n.lab.ctx.Err(); err != nil {
+		pr.Close()
+		pw.Close()
+		logf.Close()
+		return fmt.Errorf("%s: lab is stopping", n.name)
+	}
+	cmd := exec.Command(n.lab.kasBin, n.args(rev)...)
+	cmd.Stdout, cmd.Stderr = pw, pw
+	rec := &ProcessRecord{Node: n.name, Revision: rev, LogPath: logPath, Started: time.Now()}
+	p, err := proc.Start(cmd)
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		logf.Close()
+		return fmt.Errorf("%s: starting kube-apiserver %s: %w", n.name, n.lab.kasBin, err)
+	}
+	rec.PID = p.PID()
+	n.mu.Lock()
+	n.proc, n.cur, n.warm, n.probeOK = p, rec, false, false
+	n.history = append(n.history, rec)
+	n.mu.Unlock()
+	n.readers.Add(1)
+	go n.readLog(pr, logf, rec)
+	n.notify()
+	n.log.Info("kube-apiserver started", zap.Int32("revision", rev), zap.Int("pid", rec.PID), zap.String("log", logPath))
+
+	if err := n.waitReady(ctx, p, rec); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (n *Node) waitReady(ctx context.Context, p *proc.Process, rec *ProcessRecord) error {
+	hc := n.lab.httpClient(false, time.Second)
+	deadline := time.NewTimer(n.lab.opts.StartTimeout)
+	defer deadline.Stop()
+	last := ""
+	for {
+		resp, err := hc.Get(n.URL() + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			last = strconv.Itoa(resp.StatusCode)
+			if resp.StatusCode == http.StatusOK {
+				n.mu.Lock()
+				rec.Ready = time.Now()
+				n.probeOK = true
+				n.mu.Unlock()
+				n.notify()
+				n.log.Info("kube-apiserver ready", zap.Int32("revision", rec.Revision), zap.Duration("after", rec.Ready.Sub(rec.Started).Round(time.Millisecond)))
+				return nil
+			}
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-p.Exited():
+			n.readers.Wait()
+			return fmt.Errorf("%s: kube-apiserver exited at start (%s); last lines of %s:\n%s", n.name, p.ExitStatus(), rec.LogPath, proc.Tail(rec.LogPath, 15))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("%s: kube-apiserver not ready after %s (last /readyz: %s); last lines of %s:\n%s", n.name, n.lab.opts.StartTimeout, last, rec.LogPath, proc.Tail(rec.LogPath, 15))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// warmPaths are the CRD-served resources whose storage a restarted
+// apiserver initialises on first use, answering 429 meanwhile. On OpenShift
+// image and oauth are aggregated APIs without that artifact, so the lab warms
+// them before the apiserver counts as ready.
+var warmPaths = []string{
+	"/apis/image.openshift.io/v1/namespaces/default/imagestreams",
+	"/apis/oauth.openshift.io/v1/oauthclients",
+	"/apis/operator.openshift.io/v1/kubeapiservers",
+}
+
+// warmUp requests each CRD-served list directly on this apiserver until it
+// answers 200, then puts the node in the load balancer's service.
+func (n *Node) warmUp(ctx context.Context) error {
+	n.mu.Lock()
+	rec := n.cur
+	n.mu.Unlock()
+	hc := n.lab.httpClient(true, 5*time.Second)
+	deadline := time.Now().Add(30 * time.Second)
+	count := 0
+	for _, path := range warmPaths {
+		for {
+			code, err := get(ctx, hc, n.URL()+path)
+			if err == nil && code == http.StatusOK {
+				break
+			}
+			if err == nil && code == http.StatusTooManyRequests {
+				count++
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s: %s did not answer 200 within 30s (last: %d %v)", n.name, path, code, err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	n.mu.Lock()
+	rec.Warmed = time.Now()
+	rec.Warmups = count
+	n.warm = true
+	n.mu.Unlock()
+	n.lab.lb.SetRegistered(n.name, true)
+	n.notify()
+	n.log.Info("warmed the lab's CRD-served resources directly on this apiserver before it enters service (a lab artifact: on OpenShift these are aggregated APIs)",
+		zap.Int("resources", len(warmPaths)), zap.Int("answered429", count))
+	return nil
+}
+
+func get(ctx context.Context, hc *http.Client, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// lifecycleMap maps the apiserver's [graceful-termination] log lines to
+// upstream signal names and OpenShift's Event reasons and messages (the
+// events OpenShift's kube-apiserver emits itself).
+var lifecycleMap = []struct {
+	match, signal, reason, message string
+}{
+	{`name="ShutdownInitiated"`, "ShutdownInitiated", "ShutdownInitiated", "Received signal to terminate, becoming unready, but keeping serving"},
+	{`pre-shutdown hooks completed`, "PreShutdownHooksStopped", "TerminationPreShutdownHooksFinished", "All pre-shutdown hooks have been finished"},
+	{`name="AfterShutdownDelayDuration"`, "AfterShutdownDelayDuration", "TerminationMinimalShutdownDurationFinished", "The minimal shutdown duration of %s finished"},
+	{`name="NotAcceptingNewRequest"`, "NotAcceptingNewRequest", "", ""},
+	{`name="InFlightRequestsDrained"`, "InFlightRequestsDrained", "", ""},
+	{`name="HTTPServerStoppedListening"`, "HTTPServerStoppedListening", "TerminationStoppedServing", "Server has stopped listening"},
+	{`[graceful-termination] apiserver is exiting`, "Exiting", "TerminationGracefulTerminationFinished", "All pending requests processed"},
+}
+
+// readLog copies the apiserver's output to its log file and turns
+// graceful-termination lines into lifecycle events as they are read.
+func (n *Node) readLog(r io.ReadCloser, logf *os.File, rec *ProcessRecord) {
+	defer n.readers.Done()
+	defer logf.Close()
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadString('\n')
+		if len(line) > 0 {
+			at := time.Now()
+			_, _ = logf.WriteString(line)
+			if strings.Contains(line, "graceful-termination") {
+				for _, m := range lifecycleMap {
+					if !strings.Contains(line, m.match) {
+						continue
+					}
+					msg := m.message
+					if strings.Contains(msg, "%s") {
+						msg = fmt.Sprintf(msg, n.lab.opts.ShutdownDelay)
+					}
+					ev := LifecycleEvent{Signal: m.signal, Reason: m.reason, Message: msg, At: at}
+					n.mu.Lock()
+					rec.Lifecycle = append(rec.Lifecycle, ev)
+					n.mu.Unlock()
+					n.log.Info("apiserver graceful-termination step", zap.String("signal", m.signal), zap.Int32("revision", rec.Revision))
+					if m.reason != "" {
+						n.lab.events.termination(n.name, rec.Revision, ev)
+					}
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// terminate stops the running apiserver the way the kubelet does: SIGTERM,
+// then SIGKILL after the grace period.
+func (n *Node) terminate() error {
+	n.mu.Lock()
+	p, rec := n.proc, n.cur
+	if p == nil {
+		n.mu.Unlock()
+		return nil
+	}
+	rec.Terminating = time.Now()
+	n.mu.Unlock()
+	n.log.Info("sending SIGTERM", zap.Int("pid", p.PID()), zap.Int32("revision", rec.Revision), zap.Duration("grace", n.lab.opts.GracePeriod))
+	killed, err := p.Terminate(n.lab.opts.GracePeriod)
+	n.readers.Wait()
+	n.mu.Lock()
+	rec.Killed = killed
+	rec.Exited = p.ExitedAt()
+	rec.ExitStatus = p.ExitStatus()
+	n.proc = nil
+	n.warm = false
+	n.probeOK = false
+	n.mu.Unlock()
+	n.notify()
+	if killed {
+		n.log.Warn("kube-apiserver did not exit within the grace period: SIGKILLed", zap.Int("pid", rec.PID))
+	}
+	n.log.Info("kube-apiserver exited", zap.String("status", rec.ExitStatus), zap.Duration("afterSIGTERM", rec.Exited.Sub(rec.Terminating).Round(time.Millisecond)))
+	return err
+}
+
+// rollTo replaces the running apiserver with one at rev: the kubelet's part
+// of a static pod revision change.
+func (n *Node) rollTo(ctx context.Context, rev int32) error {
+	if err := n.terminate(); err != nil {
+		return err
+	}
+	// Held out of the load balancer's service until warm, while /readyz
+	// health checks still govern once it is back.
+	n.lab.lb.SetRegistered(n.name, false)
+	if err := n.start(ctx, rev); err != nil {
+		return err
+	}
+	return n.warmUp(ctx)
+}
+
+// kill SIGKILLs the running apiserver at lab stop.
+func (n *Node) kill() error {
+	n.mu.Lock()
+	p := n.proc
+	n.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.Kill()
+}
+
+func (n *Node) wait() { n.readers.Wait() }
+
+// startLoops starts the node's readiness probe and its kubelet (pod status).
+func (n *Node) startLoops() {
+	n.mu.Lock()
+	if n.loopsRun {
+		n.mu.Unlock()
+		return
+	}
+	n.loopsRun = true
+	n.mu.Unlock()
+	n.lab.bg.Add(2)
+	go func() { defer n.lab.bg.Done(); n.probeLoop(n.lab.ctx) }()
+	go func() { defer n.lab.bg.Done(); n.kubeletLoop(n.lab.ctx) }()
+}
+
+// probeLoop is the pod's readiness probe: /readyz every ProbeInterval.
+func (n *Node) probeLoop(ctx context.Context) {
+	hc := n.lab.httpClient(false, n.lab.opts.ProbeInterval)
+	t := time.NewTicker(n.lab.opts.ProbeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n.mu.Lock()
+		running := n.proc != nil
+		n.mu.Unlock()
+		if !running {
+			continue
+		}
+		code, err := get(ctx, hc, n.URL()+"/readyz")
+		ok := err == nil && code == http.StatusOK
+		n.mu.Lock()
+		changed := ok != n.probeOK
+		n.probeOK = ok
+		n.mu.Unlock()
+		if changed {
+			n.notify()
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package lab
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/repro-tools/repro/lab/lb"
+)
+
+// Options configures a lab. The zero value of any field takes the default
+// from DefaultOptions, so callers set only what they change.
+type Options struct {
+	// Dir holds the PKI, etcd's data, logs and kubeconfig. Empty means a
+	// fresh temporary directory removed by Stop; a given Dir is kept (so a
+	// run can keep the apiserver logs next to its results).
+	Dir string
+	// KubeAPIServer is a kube-apiserver binary to run instead of the built
+	// and cached v1.34.4 (a patched fork, a candidate fix).
+	KubeAPIServer string
+	// Etcd is an etcd binary to run instead of the built and cached v3.6.4.
+	Etcd string
+	// BuildProgress receives build progress when a binary must be built
+	// first; nil is silent.
+	BuildProgress io.Writer
+
+	// Nodes is the number of control-plane nodes (master-0..N-1).
+	Nodes int
+	// Listen is the load balancer's address; a port other than 0 must be
+	// free or Start fails with one clear line.
+	Listen string
+
+	// ShutdownDelay is kube-apiserver's --shutdown-delay-duration: how long
+	// it keeps serving after SIGTERM while /readyz is red (OpenShift: 70 s,
+	// AWS 129 s; scaled to 10 s).
+	ShutdownDelay time.Duration
+	// GracePeriod is the pod's terminationGracePeriodSeconds: SIGKILL after
+	// it (OpenShift: 135 s, AWS 194 s; scaled to 15 s).
+	GracePeriod time.Duration
+	// MinReadyTime is how long the installer waits after a node is ready
+	// before rolling the next (OpenShift: 30 s; scaled to 5 s).
+	MinReadyTime time.Duration
+	// Health is the load balancer's health check (AWS: 10 s / 10 s / 2 / 2;
+	// scaled to 1 s / 1 s / 2 / 2 so detection, 2 s, stays under ShutdownDelay).
+	Health lb.HealthCheck
+	// ProbeInterval is the period of the pod readiness probe on /readyz
+	// that drives each kube-apiserver pod's Ready condition.
+	ProbeInterval time.Duration
+	// StartTimeout bounds one apiserver's start to ready and warm.
+	StartTimeout time.Duration
+
+	// LBPolicy replaces the plain NLB behaviour (fault models).
+	LBPolicy lb.Policy
+	// ConnRecords, if set, is a file the load balancer streams its
+	// connection records to as JSON lines.
+	ConnRecords string
+	// ExtraAPIServerArgs are appended to every kube-apiserver's flags.
+	ExtraAPIServerArgs []string
+
+	// Logger receives the lab's log; nil is silent.
+	Logger *zap.Logger
+}
+
+// DefaultOptions returns the lab's defaults: three nodes, AWS timings scaled
+// down by about ten.
+func DefaultOptions() Options {
+	return Options{
+		Nodes:         3,
+		Listen:        "127.0.0.1:0",
+		ShutdownDelay: 10 * time.Second,
+		GracePeriod:   15 * time.Second,
+		MinReadyTime:  5 * time.Second,
+		Health:        lb.DefaultHealthCheck(),
+		ProbeInterval: time.Second,
+		StartTimeout:  90 * time.Second,
+	}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Nodes == 0 {
+		o.Nodes = d.Nodes
+	}
+	if o.Listen == "" {
+		o.Listen = d.Listen
+	}
+	if o.ShutdownDelay == 0 {
+		o.ShutdownDelay = d.ShutdownDelay
+	}
+	if o.GracePeriod == 0 {
+		o.GracePeriod = d.GracePeriod
+	}
+	if o.MinReadyTime == 0 {
+		o.MinReadyTime = d.MinReadyTime
+	}
+	if o.Health.Interval == 0 {
+		o.Health.Interval = d.Health.Interval
+	}
+	if o.Health.Timeout == 0 {
+		o.Health.Timeout = d.Health.Timeout
+	}
+	if o.Health.HealthyThreshold == 0 {
+		o.Health.HealthyThreshold = d.Health.HealthyThreshold
+	}
+	if o.Health.UnhealthyThreshold == 0 {
+		o.Health.UnhealthyThreshold = d.Health.UnhealthyThreshold
+	}
+	if o.Health.Path == "" {
+		o.Health.Path = d.Health.Path
+	}
+	if o.ProbeInterval == 0 {
+		o.ProbeInterval = d.ProbeInterval
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = d.StartTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.Nodes < 1 || o.Nodes > 9:
+		return fmt.Errorf("lab nodes must be 1..9, got %d", o.Nodes)
+	case o.ShutdownDelay < 0:
+		return fmt.Errorf("shutdown delay must not be negative, got %s", o.ShutdownDelay)
+	case o.GracePeriod <= o.ShutdownDelay:
+		// The kubelet would SIGKILL every apiserver mid-drain: not a
+		// configuration OpenShift ships (135 s > 70 s, 194 s > 129 s).
+		return fmt.Errorf("grace period (%s) must exceed the shutdown delay (%s)", o.GracePeriod, o.ShutdownDelay)
+	case o.MinReadyTime < 0:
+		return fmt.Errorf("minimum ready time must not be negative, got %s", o.MinReadyTime)
+	}
+	return nil
+}
