@@ -465,3 +465,35 @@ func TestSanitizeErrorText(t *testing.T) {
 		}
 	}
 }
+
+// TestFastDecodeMatchesEncodingJSON checks the reflection-free decoder
+// against encoding/json on every shape of sample, and that odd but valid
+// JSON (escapes, exponents, spacing) still decodes through the fallback.
+func TestFastDecodeMatchesEncodingJSON(t *testing.T) {
+	samples := []prober.Sample{
+		{Backend: "kube-api", Connection: prober.NewConnections, Seq: 0, Start: time.Date(2025, 1, 2, 3, 4, 5, 6000, time.UTC),
+			Duration: 12345 * time.Microsecond, Phases: prober.Phases{DNSStart: time.Microsecond, DNSDone: 2 * time.Millisecond, ConnectDone: 3 * time.Millisecond, TLSDone: 4 * time.Millisecond, WroteRequest: 5 * time.Millisecond, FirstByte: 6 * time.Millisecond},
+			LocalAddr: "[::1]:1", RemoteAddr: "[::1]:2", Protocol: "HTTP/2.0", StatusCode: 200, AuditID: "x"},
+		{Backend: "custom", Connection: prober.ReusedConnections, Seq: 1 << 40, Start: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
+			Duration: 15 * time.Second, Reused: true, ErrorClass: prober.ClassHTTP429, StatusCode: 429, RetryAfter: "5",
+			Error: `quote " backslash \ newline` + "\n", AuditID: "y"},
+	}
+	for _, s := range samples {
+		line := s.AppendJSON(nil)
+		var fast prober.Sample
+		if err := json.Unmarshal(line, &fast); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(fast) != fmt.Sprint(s) {
+			t.Errorf("decode mismatch:\n got %+v\nwant %+v", fast, s)
+		}
+	}
+	odd := `{ "backend" : "kube-api", "connection":"new", "seq":3, "start":"2025-01-02T03:04:05Z", "duration_ms":1.5e1, "error":"a\u0041", "extra":{"x":[1]} }`
+	var s prober.Sample
+	if err := json.Unmarshal([]byte(odd), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Duration != 15*time.Millisecond || s.Error != "aA" || s.Seq != 3 {
+		t.Errorf("fallback decode: %+v", s)
+	}
+}

@@ -195,8 +195,13 @@ type sampleJSON struct {
 	RetryAfter  string     `json:"retry_after"`
 }
 
-// UnmarshalJSON decodes a sample written by MarshalJSON.
+// UnmarshalJSON decodes a sample written by MarshalJSON. Lines in the
+// exact shape AppendJSON writes take a reflection-free path; anything else
+// goes through encoding/json.
 func (s *Sample) UnmarshalJSON(data []byte) error {
+	if decodeSampleFast(data, s) && s.Backend != "" && s.Connection != "" && !s.Start.IsZero() {
+		return nil
+	}
 	var j sampleJSON
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -251,7 +250,7 @@ func LoadSamples(path string) (*Analysis, error) {
 			for b := range batches {
 				if firstErr == nil {
 					for i, l := range b.lines {
-						if err := json.Unmarshal(b.buf[l[0]:l[1]], &s); err != nil {
+						if err := s.UnmarshalJSON(b.buf[l[0]:l[1]]); err != nil {
 							firstErr = fmt.Errorf("%s line %d: %v", path, b.first+int64(i), err)
 							break
 						}
@@ -302,7 +301,7 @@ func LoadSamples(path string) (*Analysis, error) {
 	var last *accumulator
 	if err == nil && havePending {
 		var s prober.Sample
-		if derr := json.Unmarshal(pending, &s); derr != nil {
+		if derr := s.UnmarshalJSON(pending); derr != nil {
 			if st.Bytes > 0 && !endsWithNewline(path) {
 				truncated = true
 			} else {
