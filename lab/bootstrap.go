@@ -21,11 +21,12 @@ import (
 
 // bootstrap creates what an OpenShift control plane has before its
 // kube-apiserver operator runs: the CRDs, the namespaces, the Node objects,
-// and kubeapiservers/cluster at revision 1. It talks to the first apiserver
-// directly, before any apiserver is in the load balancer's service.
-func (l *Lab) bootstrap(ctx context.Context) error {
+// and kubeapiservers/cluster at revision 1. It talks to an apiserver
+// directly (the first one ready), before any apiserver is in the load
+// balancer's service.
+func (l *Lab) bootstrap(ctx context.Context, via *Node) error {
 	began := time.Now()
-	cfg := l.restConfig(l.nodes[0].URL())
+	cfg := l.restConfig(via.URL())
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err

@@ -106,10 +106,14 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		}
 	}
 	if opts.Dir == "" {
+		removeStaleLabDirs(l.log)
 		if l.dir, err = os.MkdirTemp("", "repro-lab-"); err != nil {
 			return nil, err
 		}
 		l.tempDir = true
+		if err := writeOwner(l.dir); err != nil {
+			return nil, err
+		}
 	} else {
 		l.dir = opts.Dir
 		if err := os.MkdirAll(l.dir, 0o700); err != nil {
@@ -165,30 +169,61 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 
 	// The first apiserver creates the CRDs and namespaces; the others start
 	// alongside it so the lab is up in one apiserver start time.
-	errs := make(chan error, len(l.nodes))
+	type started struct {
+		n   *Node
+		err error
+	}
+	results := make(chan started, len(l.nodes))
 	for _, n := range l.nodes {
 		n := n
 		l.lb.SetRegistered(n.name, false)
-		go func() { errs <- n.start(ctx, 1) }()
+		go func() { results <- started{n, n.start(ctx, 1)} }()
 	}
+	// Bootstrap through whichever apiserver is ready first while the others
+	// finish starting: on two cores that overlap is most of a second.
+	var first *Node
 	var startErr error
-	for range l.nodes {
-		if err := <-errs; err != nil && startErr == nil {
+	pending := len(l.nodes)
+	for first == nil && pending > 0 {
+		r := <-results
+		pending--
+		if r.err != nil {
+			startErr = r.err
+			continue
+		}
+		first = r.n
+	}
+	bootErr := make(chan error, 1)
+	if first != nil {
+		go func() { bootErr <- l.bootstrap(ctx, first) }()
+	}
+	for ; pending > 0; pending-- {
+		if r := <-results; r.err != nil && startErr == nil {
+			startErr = r.err
+		}
+	}
+	if first != nil {
+		if err := <-bootErr; err != nil && startErr == nil {
 			startErr = err
 		}
 	}
 	if startErr != nil {
 		return nil, startErr
 	}
-	if err := l.bootstrap(ctx); err != nil {
-		return nil, err
-	}
 	// Warm each apiserver's CRD storage now that the CRDs exist, then put it
 	// in service.
+	warmErrs := make(chan error, len(l.nodes))
 	for _, n := range l.nodes {
-		if err := n.warmUp(ctx); err != nil {
-			return nil, err
+		n := n
+		go func() { warmErrs <- n.warmUp(ctx) }()
+	}
+	for range l.nodes {
+		if err := <-warmErrs; err != nil && startErr == nil {
+			startErr = err
 		}
+	}
+	if startErr != nil {
+		return nil, startErr
 	}
 	for _, n := range l.nodes {
 		n.startLoops()

@@ -217,6 +217,11 @@ func TestLabServesOriginPathsThroughTheLoadBalancerAndRollsOut(t *testing.T) {
 	}()
 	defer w.Stop()
 
+	// Poll origin's paths through the LB during the whole rollout, over new
+	// and reused connections, as origin's samplers do (faster).
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	polls := startPolling(pollCtx, t, l, cfg)
+
 	began := time.Now()
 	patch := []byte(`{"spec":{"forceRedeploymentReason":"repro-test-1"}}`)
 	if _, err := ops.OperatorV1().KubeAPIServers().Patch(ctx, "cluster", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -238,6 +243,9 @@ func TestLabServesOriginPathsThroughTheLoadBalancerAndRollsOut(t *testing.T) {
 	if final.Status.LatestAvailableRevision != 2 {
 		t.Fatalf("latestAvailableRevision %d, want 2", final.Status.LatestAvailableRevision)
 	}
+
+	stopPolling()
+	checkPolls(t, l, polls.wait())
 
 	// Every process restarted exactly once, one node at a time, in order,
 	// each after the previous was ready plus the minimum ready time.
@@ -535,4 +543,131 @@ func TestClearErrors(t *testing.T) {
 	if kids := children(os.Getpid()); len(kids) > 0 {
 		t.Fatalf("failed starts left processes: %v", kids)
 	}
+}
+
+type pollResult struct {
+	conn   string // new or reused
+	path   string
+	at     time.Time
+	status int
+	err    error
+	local  string // client address, for LB attribution
+}
+
+type pollers struct {
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	res []pollResult
+}
+
+func (p *pollers) wait() []pollResult {
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.res
+}
+
+// startPolling runs one poller per path and connection type every 100 ms,
+// each remembering the local address of the connection that carried each
+// request so the LB's records name the apiserver behind it.
+func startPolling(ctx context.Context, t *testing.T, l *lab.Lab, cfg *rest.Config) *pollers {
+	p := &pollers{}
+	tc, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, connType := range []string{"new", "reused"} {
+		for _, path := range originPaths {
+			connType, path := connType, path
+			var lastLocal sync.Map
+			tr := &http.Transport{
+				TLSClientConfig:   tc.Clone(),
+				DisableKeepAlives: connType == "new",
+				DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+					c, err := (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: -1}).DialContext(ctx, network, addr)
+					if err == nil {
+						lastLocal.Store("x", c.LocalAddr().String())
+					}
+					return c, err
+				},
+			}
+			c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				tick := time.NewTicker(100 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-tick.C:
+					}
+					r := pollResult{conn: connType, path: path, at: time.Now()}
+					resp, err := c.Get(l.URL() + path)
+					if err != nil {
+						r.err = err
+					} else {
+						r.status = resp.StatusCode
+						resp.Body.Close()
+					}
+					if v, ok := lastLocal.Load("x"); ok {
+						r.local = v.(string)
+					}
+					p.mu.Lock()
+					p.res = append(p.res, r)
+					p.mu.Unlock()
+				}
+			}()
+		}
+	}
+	return p
+}
+
+// checkPolls asserts the healthy lab is as quiet as a healthy cluster: no
+// failure on new connections; on reused connections only the 429 +
+// Retry-After that kube-apiserver itself sends (--shutdown-send-retry-after)
+// to a request on a kept connection after its shutdown delay.
+func checkPolls(t *testing.T, l *lab.Lab, res []pollResult) {
+	t.Helper()
+	if len(res) < 200 {
+		t.Fatalf("only %d polls during the rollout", len(res))
+	}
+	failed := map[string]int{}
+	for _, r := range res {
+		if r.err == nil && r.status >= 200 && r.status < 400 {
+			continue
+		}
+		node := "?"
+		if recs := l.LB().ConnectionsFrom(r.local); len(recs) > 0 {
+			node = recs[len(recs)-1].Target
+		}
+		desc := fmt.Sprintf("%s %s at %s via %s: status %d err %v", r.conn, r.path, r.at.Format("15:04:05.000"), node, r.status, r.err)
+		failed[r.conn]++
+		if r.conn == "new" {
+			t.Errorf("new-connection poll failed on the healthy lab: %s", desc)
+			continue
+		}
+		if r.status != http.StatusTooManyRequests || !afterShutdownDelay(l, node, r.at) {
+			t.Errorf("reused-connection poll failed other than by the shutdown 429: %s", desc)
+			continue
+		}
+		t.Logf("expected: %s (kube-apiserver's Retry-After once its shutdown delay ended)", desc)
+	}
+	t.Logf("FIGURE healthy rollout polls: %d requests, failures by connection type %v", len(res), failed)
+}
+
+func afterShutdownDelay(l *lab.Lab, node string, at time.Time) bool {
+	n := l.Node(node)
+	if n == nil {
+		return false
+	}
+	for _, p := range n.Processes() {
+		for _, e := range p.Lifecycle {
+			if e.Signal == "AfterShutdownDelayDuration" && !at.Before(e.At.Add(-100*time.Millisecond)) && (p.Exited.IsZero() || at.Before(p.Exited)) {
+				return true
+			}
+		}
+	}
+	return false
 }
