@@ -1,8 +1,8 @@
-package trigger
+package results
 
 import "time"
 
-// Kind names a kind of timeline event.
+// Kind names a kind of timeline event in events.jsonl.
 type Kind string
 
 // The kinds of timeline event. Operator kinds come from kubeapiservers/cluster
@@ -25,7 +25,18 @@ const (
 	KindPhase        Kind = "phase"
 )
 
-// Event is one observation on a run's timeline. Time is when it happened as
+// Phase names carried in Reason by KindPhase events: the scenario's own
+// stages, which the report shades and splits figures by.
+const (
+	PhaseBaseline = "baseline"
+	PhaseRollout  = "rollout"
+	PhaseCoolDown = "cool-down"
+	PhaseEnd      = "end"
+)
+
+// Event is one line of events.jsonl: an observation on a run's timeline,
+// written by the rollout follower and by the scenario runner (KindPhase),
+// read by the report to place disruption in the rollout. Time is when it happened as
 // precisely as known: the cluster's own timestamp when that has sub-second
 // precision (an Event's eventTime), else the moment repro observed it.
 // Observed is always repro's own observation time.
@@ -38,56 +49,4 @@ type Event struct {
 	Reason    string    `json:"reason,omitempty"`
 	Message   string    `json:"message,omitempty"`
 	Iteration int       `json:"iteration,omitempty"`
-}
-
-// NodePhase is where one node is in its revision rollout.
-type NodePhase string
-
-// The phases a node goes through in a rollout, in order.
-const (
-	NodePending     NodePhase = "pending"
-	NodeTerminating NodePhase = "terminating"
-	NodeStarting    NodePhase = "starting"
-	NodeReady       NodePhase = "ready"
-)
-
-// terminationStart are the event reasons that mark an apiserver beginning its
-// graceful termination (TerminationStart is the name older releases used).
-var terminationStart = map[string]bool{"ShutdownInitiated": true, "TerminationStart": true}
-
-// terminationEnd marks an apiserver process that has finished terminating.
-var terminationEnd = map[string]bool{"TerminationGracefulTerminationFinished": true}
-
-// NextPhase returns the phase a node is in after e, given the phase it was in
-// and the revision being rolled out. Events that say nothing about the node's
-// phase leave it unchanged.
-func NextPhase(cur NodePhase, e Event, revision int32) NodePhase {
-	switch e.Kind {
-	case KindNodeTarget:
-		if cur == NodePending {
-			return NodeTerminating
-		}
-	case KindPodNotReady:
-		if cur == NodePending {
-			return NodeTerminating
-		}
-	case KindClusterEvent:
-		if terminationStart[e.Reason] && cur != NodeStarting {
-			return NodeTerminating
-		}
-		if terminationEnd[e.Reason] {
-			return NodeStarting
-		}
-	case KindPodDeleted:
-		return NodeStarting
-	case KindPodCreated:
-		if e.Revision == revision && cur != NodeReady {
-			return NodeStarting
-		}
-	case KindPodReady, KindNodeCurrent:
-		if e.Revision == revision {
-			return NodeReady
-		}
-	}
-	return cur
 }

@@ -1,6 +1,8 @@
 package trigger
 
 import (
+	"github.com/repro-tools/repro/results"
+
 	"context"
 	"errors"
 	"fmt"
@@ -42,7 +44,7 @@ type FollowOptions struct {
 // restarting apiserver under the watch loses nothing. The caller bounds the
 // wait with ctx's deadline; on expiry Follow returns ErrTimeout with the
 // state it saw. sink is called from one goroutine at a time.
-func Follow(ctx context.Context, c *Clients, opts FollowOptions, sink func(Event)) (Status, error) {
+func Follow(ctx context.Context, c *Clients, opts FollowOptions, sink func(results.Event)) (Status, error) {
 	f := &follower{
 		opts:    opts,
 		obs:     newObserver(opts.Since, opts.Iteration),
@@ -122,11 +124,11 @@ func Follow(ctx context.Context, c *Clients, opts FollowOptions, sink func(Event
 			}
 			fallthrough
 		case f.now().Sub(convergedAt) >= opts.Settle:
-			e := f.obs.event(convergedAt, KindConverged)
+			e := f.obs.event(convergedAt, results.KindConverged)
 			e.Revision = st.LatestAvailableRevision
 			e.Message = "every node on revision " + fmt.Sprint(st.LatestAvailableRevision)
 			f.mu.Lock()
-			f.emit([]Event{e})
+			f.emit([]results.Event{e})
 			f.mu.Unlock()
 			return st, nil
 		}
@@ -137,7 +139,7 @@ func Follow(ctx context.Context, c *Clients, opts FollowOptions, sink func(Event
 type follower struct {
 	opts    FollowOptions
 	obs     *observer
-	sink    func(Event)
+	sink    func(results.Event)
 	now     func() time.Time
 	changed chan struct{}
 
@@ -146,7 +148,7 @@ type follower struct {
 	pods map[string]*corev1.Pod // by node
 }
 
-func (f *follower) emit(evs []Event) {
+func (f *follower) emit(evs []results.Event) {
 	for _, e := range evs {
 		if f.sink != nil {
 			f.sink(e)

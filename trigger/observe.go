@@ -1,6 +1,8 @@
 package trigger
 
 import (
+	"github.com/repro-tools/repro/results"
+
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,13 +25,13 @@ func newObserver(since time.Time, iteration int) *observer {
 	return &observer{since: since, iteration: iteration, seen: map[string]int32{}}
 }
 
-func (o *observer) event(now time.Time, k Kind) Event {
-	return Event{Time: now, Observed: now, Kind: k, Iteration: o.iteration}
+func (o *observer) event(now time.Time, k results.Kind) results.Event {
+	return results.Event{Time: now, Observed: now, Kind: k, Iteration: o.iteration}
 }
 
 // operator compares two states of kubeapiservers/cluster; old is nil for the first.
-func (o *observer) operator(now time.Time, old, cur *operatorv1.KubeAPIServer) []Event {
-	var out []Event
+func (o *observer) operator(now time.Time, old, cur *operatorv1.KubeAPIServer) []results.Event {
+	var out []results.Event
 	var prev Status
 	prevConds := map[string]operatorv1.OperatorCondition{}
 	if old != nil {
@@ -40,7 +42,7 @@ func (o *observer) operator(now time.Time, old, cur *operatorv1.KubeAPIServer) [
 	}
 	st := StatusOf(cur)
 	if old != nil && st.LatestAvailableRevision != prev.LatestAvailableRevision {
-		e := o.event(now, KindRevision)
+		e := o.event(now, results.KindRevision)
 		e.Revision = st.LatestAvailableRevision
 		e.Message = fmt.Sprintf("revision %d available (was %d)", st.LatestAvailableRevision, prev.LatestAvailableRevision)
 		if cur.Status.LatestAvailableRevisionReason != "" {
@@ -58,19 +60,19 @@ func (o *observer) operator(now time.Time, old, cur *operatorv1.KubeAPIServer) [
 			continue
 		}
 		if n.TargetRevision != 0 && n.TargetRevision != b.TargetRevision {
-			e := o.event(now, KindNodeTarget)
+			e := o.event(now, results.KindNodeTarget)
 			e.Node, e.Revision = n.Name, n.TargetRevision
 			e.Message = fmt.Sprintf("%s: target revision %d (current %d)", n.Name, n.TargetRevision, n.CurrentRevision)
 			out = append(out, e)
 		}
 		if known && n.CurrentRevision != b.CurrentRevision {
-			e := o.event(now, KindNodeCurrent)
+			e := o.event(now, results.KindNodeCurrent)
 			e.Node, e.Revision = n.Name, n.CurrentRevision
 			e.Message = fmt.Sprintf("%s: now on revision %d (was %d)", n.Name, n.CurrentRevision, b.CurrentRevision)
 			out = append(out, e)
 		}
 		if n.LastFailedRevision != 0 && n.LastFailedRevision != b.LastFailedRevision {
-			e := o.event(now, KindNodeFailed)
+			e := o.event(now, results.KindNodeFailed)
 			e.Node, e.Revision = n.Name, n.LastFailedRevision
 			e.Message = fmt.Sprintf("%s: revision %d failed", n.Name, n.LastFailedRevision)
 			out = append(out, e)
@@ -81,7 +83,7 @@ func (o *observer) operator(now time.Time, old, cur *operatorv1.KubeAPIServer) [
 			if p, ok := prevConds[c.Type]; ok && p.Status == c.Status {
 				continue
 			}
-			e := o.event(now, KindCondition)
+			e := o.event(now, results.KindCondition)
 			e.Reason = c.Type
 			e.Message = fmt.Sprintf("%s=%s", c.Type, c.Status)
 			if c.Message != "" {
@@ -95,12 +97,12 @@ func (o *observer) operator(now time.Time, old, cur *operatorv1.KubeAPIServer) [
 
 // pod compares two states of one kube-apiserver pod; old is nil when the pod
 // appeared, cur is nil when it was deleted.
-func (o *observer) pod(now time.Time, old, cur *corev1.Pod) []Event {
+func (o *observer) pod(now time.Time, old, cur *corev1.Pod) []results.Event {
 	p := cur
 	if p == nil {
 		p = old
 	}
-	mk := func(k Kind, msg string) Event {
+	mk := func(k results.Kind, msg string) results.Event {
 		e := o.event(now, k)
 		e.Node, e.Revision = podNode(p), podRevision(p)
 		e.Message = fmt.Sprintf("%s: %s", p.Name, msg)
@@ -108,27 +110,27 @@ func (o *observer) pod(now time.Time, old, cur *corev1.Pod) []Event {
 	}
 	switch {
 	case cur == nil:
-		return []Event{mk(KindPodDeleted, "deleted")}
+		return []results.Event{mk(results.KindPodDeleted, "deleted")}
 	case old == nil:
-		out := []Event{mk(KindPodCreated, fmt.Sprintf("created on revision %d", podRevision(cur)))}
+		out := []results.Event{mk(results.KindPodCreated, fmt.Sprintf("created on revision %d", podRevision(cur)))}
 		if podReady(cur) {
-			out = append(out, mk(KindPodReady, fmt.Sprintf("ready on revision %d", podRevision(cur))))
+			out = append(out, mk(results.KindPodReady, fmt.Sprintf("ready on revision %d", podRevision(cur))))
 		}
 		return out
 	}
 	wasReady, isReady := podReady(old), podReady(cur)
 	switch {
 	case wasReady && !isReady:
-		return []Event{mk(KindPodNotReady, "not ready")}
+		return []results.Event{mk(results.KindPodNotReady, "not ready")}
 	case !wasReady && isReady, isReady && podRevision(old) != podRevision(cur):
-		return []Event{mk(KindPodReady, fmt.Sprintf("ready on revision %d", podRevision(cur)))}
+		return []results.Event{mk(results.KindPodReady, fmt.Sprintf("ready on revision %d", podRevision(cur)))}
 	}
 	return nil
 }
 
 // clusterEvent turns an Event recorded in the namespace into a timeline event,
 // once per occurrence; events from before the rollout are history and dropped.
-func (o *observer) clusterEvent(now time.Time, ev *corev1.Event) []Event {
+func (o *observer) clusterEvent(now time.Time, ev *corev1.Event) []results.Event {
 	at, precise := eventTime(ev)
 	if at.Before(o.since.Add(-time.Second)) {
 		return nil
@@ -141,14 +143,14 @@ func (o *observer) clusterEvent(now time.Time, ev *corev1.Event) []Event {
 		return nil
 	}
 	o.seen[string(ev.UID)] = count
-	e := o.event(now, KindClusterEvent)
+	e := o.event(now, results.KindClusterEvent)
 	if precise {
 		e.Time = at
 	}
 	e.Reason = ev.Reason
 	e.Message = ev.Message
 	e.Node = eventNode(ev)
-	return []Event{e}
+	return []results.Event{e}
 }
 
 // eventTime is an Event's own time; precise is true when it carries

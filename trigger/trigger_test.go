@@ -1,6 +1,8 @@
 package trigger
 
 import (
+	"github.com/repro-tools/repro/results"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -255,10 +257,10 @@ func newFakeCluster(t *testing.T) *Clients {
 
 type recorder struct {
 	mu  sync.Mutex
-	evs []Event
+	evs []results.Event
 }
 
-func (r *recorder) add(e Event) { r.mu.Lock(); r.evs = append(r.evs, e); r.mu.Unlock() }
+func (r *recorder) add(e results.Event) { r.mu.Lock(); r.evs = append(r.evs, e); r.mu.Unlock() }
 
 func (r *recorder) kinds(node string) []string {
 	r.mu.Lock()
@@ -331,21 +333,9 @@ func TestFollowRecordsARollout(t *testing.T) {
 	if k := rec.kinds(""); len(k) != 2 || k[0] != "revision-created" || k[1] != "rollout-complete" {
 		t.Errorf("cluster-wide events %v, want revision-created then rollout-complete", k)
 	}
-	phase := map[string]NodePhase{}
 	for _, e := range rec.evs {
 		if e.Iteration != 1 {
 			t.Errorf("event %+v not stamped with iteration 1", e)
-		}
-		if e.Node != "" {
-			if phase[e.Node] == "" {
-				phase[e.Node] = NodePending
-			}
-			phase[e.Node] = NextPhase(phase[e.Node], e, 6)
-		}
-	}
-	for _, n := range nodes {
-		if phase[n] != NodeReady {
-			t.Errorf("%s ends in phase %s, want ready", n, phase[n])
 		}
 	}
 }
@@ -439,27 +429,5 @@ func TestObserverClusterEvents(t *testing.T) {
 	coarse.LastTimestamp = metav1.NewTime(start.Add(10 * time.Second))
 	if got := o.clusterEvent(now, coarse); len(got) != 1 || !got[0].Time.Equal(now) {
 		t.Fatalf("a second-granular event should be placed at its observation time: %+v", got)
-	}
-}
-
-func TestNextPhase(t *testing.T) {
-	seq := []struct {
-		e    Event
-		want NodePhase
-	}{
-		{Event{Kind: KindPodReady, Revision: 5}, NodePending},
-		{Event{Kind: KindNodeTarget, Revision: 6}, NodeTerminating},
-		{Event{Kind: KindClusterEvent, Reason: "TerminationStoppedServing"}, NodeTerminating},
-		{Event{Kind: KindClusterEvent, Reason: "TerminationGracefulTerminationFinished"}, NodeStarting},
-		{Event{Kind: KindPodNotReady, Revision: 6}, NodeStarting},
-		{Event{Kind: KindPodReady, Revision: 6}, NodeReady},
-		{Event{Kind: KindClusterEvent, Reason: "ShutdownInitiated"}, NodeTerminating},
-	}
-	p := NodePending
-	for i, s := range seq {
-		p = NextPhase(p, s.e, 6)
-		if p != s.want {
-			t.Fatalf("step %d (%s %s): phase %s, want %s", i, s.e.Kind, s.e.Reason, p, s.want)
-		}
 	}
 }
