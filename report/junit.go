@@ -100,4 +100,6 @@ func disruptionText(a *Analysis, name string) string {
 }
 
 // ms renders a duration in whole milliseconds, e.g. "4312 ms".
-func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Round(time.Millisecond).Milliseconds()) }
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%d ms", d.Round(time.Millisecond).Milliseconds())
+}
