@@ -538,6 +538,12 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 	ts.mu.Lock()
 	ts.frozen = true
 	s.Phases = ts.phases
+	if s.Reused {
+		// The request ran on an idle connection; stamps of a dial it had
+		// started meanwhile (and lost the race with the idle connection)
+		// are not its phases.
+		s.Phases.DNSStart, s.Phases.DNSDone, s.Phases.ConnectDone, s.Phases.TLSDone = 0, 0, 0, 0
+	}
 	if s.ErrorClass == ClassHeaderTimeout {
 		// No response headers were accepted. A byte that raced the
 		// connection teardown (the server answering the close) is noise.

@@ -68,13 +68,21 @@ func TestHealthyServer(t *testing.T) {
 			if len(got) != 2 {
 				t.Fatalf("want 2 pollers, got %v", keys(got))
 			}
+			skipped := map[string]int64{}
+			for _, st := range p.Stats() {
+				skipped[st.Name] = st.SkippedTicks
+			}
 			for name, ss := range got {
-				if len(ss) != 20 {
-					t.Errorf("%s: want 20 samples (500ms / 25ms), got %d", name, len(ss))
+				// 500ms / 25ms = 20 ticks. On a loaded machine the scheduler
+				// may wake more than an interval late and skip a tick; it
+				// must then be counted, and seq must show the gap.
+				if int64(len(ss))+skipped[name] != 20 || skipped[name] > 10 {
+					t.Errorf("%s: want 20 ticks, got %d samples + %d skipped", name, len(ss), skipped[name])
 				}
+				gaps, unstamped := int64(0), 0
 				for i, s := range ss {
-					if s.Seq != uint64(i) {
-						t.Errorf("%s: sample %d has seq %d: schedule has a gap", name, i, s.Seq)
+					if i > 0 {
+						gaps += int64(s.Seq-ss[i-1].Seq) - 1
 					}
 					if !s.OK() || s.StatusCode != 200 {
 						t.Errorf("%s seq %d: want success, got %d %s %q", name, s.Seq, s.StatusCode, s.ErrorClass, s.Error)
@@ -99,28 +107,44 @@ func TestHealthyServer(t *testing.T) {
 							t.Errorf("%s seq %d: new-connection sample reused a connection", name, s.Seq)
 						}
 						if s.Phases.ConnectDone <= 0 || s.Phases.TLSDone < s.Phases.ConnectDone {
-							t.Errorf("%s seq %d: new connection without connect/TLS phases: %+v", name, s.Seq, s.Phases)
+							unstamped++
 						}
 					case prober.ReusedConnections:
-						// Once the first request has finished, its connection
-						// is there to be reused by every later one.
-						settled := s.Start.After(ss[0].End())
+						// When the previous request had finished before this
+						// one started, its connection sat idle in the pool
+						// and must be reused. (A stall can make requests
+						// overlap; then a second connection is legitimate.)
+						settled := i > 0 && s.Start.After(ss[i-1].End().Add(time.Millisecond))
 						if settled && !s.Reused {
 							t.Errorf("%s seq %d: reused-connection sample did not reuse its connection", name, s.Seq)
 						}
-						if settled && (s.Phases.ConnectDone != 0 || s.Phases.TLSDone != 0) {
+						if s.Reused && (s.Phases.ConnectDone != 0 || s.Phases.TLSDone != 0) {
 							t.Errorf("%s seq %d: reused connection went through connect/TLS: %+v", name, s.Seq, s.Phases)
 						}
 					}
 				}
+				if n := len(ss); n > 0 {
+					gaps += int64(ss[0].Seq) + int64(19-ss[n-1].Seq)
+				}
+				// net/http does not bind a dial to the request that started
+				// it: when requests overlap, one may get a fresh connection
+				// dialed for another, whose trace got the connect/TLS stamps.
+				// Rare (it takes a slow handshake); most must be stamped.
+				if unstamped > len(ss)/10 {
+					t.Errorf("%s: %d of %d new-connection samples lack connect/TLS phases", name, unstamped, len(ss))
+				}
+				if gaps != skipped[name] {
+					t.Errorf("%s: %d seq gaps but %d ticks counted as skipped", name, gaps, skipped[name])
+				}
 			}
-			// Start times follow the absolute schedule: seq*interval after
-			// the first, within timer slack, without drift.
+			// Start times follow the absolute schedule: never early, and
+			// less than one interval late (later ticks are skipped), with
+			// no drift however long the run.
 			base := p.Base()
 			for name, ss := range got {
 				for _, s := range ss {
 					lag := s.Start.Sub(base.Add(time.Duration(s.Seq) * 25 * time.Millisecond))
-					if lag < 0 || lag > 15*time.Millisecond {
+					if lag < 0 || lag >= 25*time.Millisecond {
 						t.Errorf("%s seq %d started %v off its schedule", name, s.Seq, lag)
 					}
 				}
@@ -163,10 +187,12 @@ func TestFailureClasses(t *testing.T) {
 			t.Parallel()
 			ts := newTestServer(t, tc.http2)
 			ts.setMode(tc.mode)
+			// 1s: the header timer (800ms) leads the overall timeout by
+			// 200ms, far more than timer latency even on a loaded machine.
 			p, err := prober.New(ts.restConfig(),
 				prober.WithBackends(kubeAPI(t)...),
 				prober.WithInterval(50*time.Millisecond),
-				prober.WithProbeTimeout(250*time.Millisecond),
+				prober.WithProbeTimeout(time.Second),
 				prober.WithDuration(200*time.Millisecond),
 				prober.WithHTTP2(tc.http2))
 			if err != nil {
@@ -201,8 +227,11 @@ func TestFailureClasses(t *testing.T) {
 					if tc.want == prober.ClassHeaderTimeout {
 						// 4/5 of the probe timeout: the header timeout fires
 						// first, after the request was written.
-						if s.Duration < 200*time.Millisecond || s.Duration > 250*time.Millisecond {
-							t.Errorf("%s seq %d: header timeout after %v, want 200ms..250ms", name, s.Seq, s.Duration)
+						// Never before 4/5 of the budget. The upper bound
+						// is loose: on a machine loaded with other work the
+						// whole process can stall for hundreds of ms.
+						if s.Duration < 800*time.Millisecond || s.Duration > 2*time.Second {
+							t.Errorf("%s seq %d: header timeout after %v, want 800ms..2s", name, s.Seq, s.Duration)
 						}
 						if s.Phases.WroteRequest == 0 || s.Phases.FirstByte != 0 {
 							t.Errorf("%s seq %d: want request written and no first byte, got %+v", name, s.Seq, s.Phases)
@@ -282,7 +311,7 @@ func TestDarkWindow(t *testing.T) {
 			p, err := prober.New(ts.restConfig(),
 				prober.WithBackends(kubeAPI(t)...),
 				prober.WithInterval(interval),
-				prober.WithProbeTimeout(500*time.Millisecond),
+				prober.WithProbeTimeout(time.Second),
 				prober.WithDuration(1600*time.Millisecond),
 				prober.WithHTTP2(h2))
 			if err != nil {
@@ -300,28 +329,34 @@ func TestDarkWindow(t *testing.T) {
 			for name, ss := range got {
 				var from, to time.Time
 				var reach time.Duration
+				var beforeFrom, beforeTo *prober.Sample // samples just before each edge
 				failed := 0
-				for _, s := range ss {
+				for i := range ss {
+					s := ss[i]
 					if s.Phases.WroteRequest > reach {
 						reach = s.Phases.WroteRequest
 					}
 					if s.Failed() {
 						failed++
-						// The header timer (400ms) starts once the request is
+						// The header timer (800ms) starts once the request is
 						// written; a request that took nearly the remaining
-						// 100ms of the 500ms budget to connect and write ends
-						// on the overall timeout instead (50ms allowed for
-						// timer latency under -race). Only then is
+						// 200ms of the 1s budget to connect and write ends on
+						// the overall timeout instead (100ms allowed for timer
+						// latency on a loaded machine). Only then is
 						// client-timeout right.
-						late := s.Phases.WroteRequest > 50*time.Millisecond
+						late := s.Phases.WroteRequest > 100*time.Millisecond
 						if s.ErrorClass != prober.ClassHeaderTimeout && !(late && s.ErrorClass == prober.ClassClientTimeout) {
 							t.Errorf("%s seq %d: class %q, want header-timeout (wrote request at %v)", name, s.Seq, s.ErrorClass, s.Phases.WroteRequest)
 						}
 						if from.IsZero() {
 							from = s.Start
+							if i > 0 {
+								beforeFrom = &ss[i-1]
+							}
 						}
 					} else if !from.IsZero() && to.IsZero() {
 						to = s.Start
+						beforeTo = &ss[i-1]
 					}
 				}
 				if from.IsZero() || to.IsZero() {
@@ -330,16 +365,41 @@ func TestDarkWindow(t *testing.T) {
 				dFrom, dTo := from.Sub(t0), to.Sub(t1)
 				t.Logf("%s: measured %v (window %v): start %+v, end %+v, %d failed samples, reach %v",
 					name, to.Sub(from), t1.Sub(t0), dFrom, dTo, failed, reach)
-				lo, hi := -(reach + timerLag), interval+timerLag
-				if dFrom < lo || dFrom > hi {
-					t.Errorf("%s: interval starts %v from the window start, want within [%v, %v]", name, dFrom, lo, hi)
+				// A tick skipped because the loaded machine stalled the
+				// scheduler moves an edge by whole intervals; the bound then
+				// is the neighbouring sample, which must lie on the other
+				// side of the window edge.
+				lo := -(reach + timerLag)
+				hiFrom, hiTo := interval+timerLag, interval+timerLag
+				if beforeFrom != nil {
+					hiFrom += time.Duration(ss0Gap(beforeFrom, from, interval)) * interval
+					if d := beforeFrom.Start.Sub(t0); d > timerLag {
+						t.Errorf("%s: seq %d started %v after the window opened yet succeeded", name, beforeFrom.Seq, d)
+					}
 				}
-				if dTo < lo || dTo > hi {
-					t.Errorf("%s: interval ends %v from the window end, want within [%v, %v]", name, dTo, lo, hi)
+				hiTo += time.Duration(ss0Gap(beforeTo, to, interval)) * interval
+				if d := beforeTo.Start.Sub(t1); d > timerLag {
+					t.Errorf("%s: seq %d started %v after the window closed yet failed", name, beforeTo.Seq, d)
+				}
+				if dFrom < lo || dFrom > hiFrom {
+					t.Errorf("%s: interval starts %v from the window start, want within [%v, %v]", name, dFrom, lo, hiFrom)
+				}
+				if dTo < lo || dTo > hiTo {
+					t.Errorf("%s: interval ends %v from the window end, want within [%v, %v]", name, dTo, lo, hiTo)
 				}
 			}
 		})
 	}
+}
+
+// ss0Gap returns how many ticks were skipped between a sample and the start
+// of the next one.
+func ss0Gap(prev *prober.Sample, next time.Time, interval time.Duration) int64 {
+	n := int64(next.Sub(prev.Start)/interval) - 1
+	if n < 0 {
+		return 0
+	}
+	return n
 }
 
 // TestInterruptKeepsSamples cancels a run with requests hanging and checks

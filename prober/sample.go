@@ -63,6 +63,13 @@ var ErrorClasses = []ErrorClass{
 // sample's Start. Zero means the phase was not reached; a reached phase is
 // never recorded as earlier than one microsecond so it stays distinguishable
 // from "not reached" at the JSON precision (µs).
+//
+// The DNS, connect and TLS stamps come from the dial the request itself
+// started. net/http does not bind a dial to its request: when requests
+// overlap and a handshake is slow, a request can be handed a fresh
+// connection dialed for another one (Reused is false, the connect and TLS
+// stamps are absent). Such samples are rare and still count as new
+// connections.
 type Phases struct {
 	DNSStart     time.Duration
 	DNSDone      time.Duration
