@@ -56,7 +56,7 @@ func startProgress(ctx context.Context, pr *prober.Prober, total time.Duration, 
 			})),
 		)
 	}
-	clock := p.AddBar(0, mpb.BarFillerClearOnComplete(),
+	clock := p.New(0, mpb.NopStyle(),
 		mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
 			return elapsedLine(time.Since(start), total)
 		})))
