@@ -63,12 +63,12 @@ func WriteJUnit(w io.Writer, suite string, a *Analysis, limit time.Duration) err
 			Name:      fmt.Sprintf("[sig-api-machinery] disruption/%s connection/%s should be available throughout the test", p.Backend, p.Connection),
 			Classname: "repro.disruption",
 			Time:      fmt.Sprintf("%.3f", p.Last.Sub(p.First).Seconds()),
-			SystemOut: fmt.Sprintf("%s: %d samples, %d failed, disrupted %s in %d intervals", p.Name, p.Samples, p.Failures, ms(p.Disrupted), p.Intervals),
+			SystemOut: fmt.Sprintf("%s: %d samples, %d failed, disrupted %s in %d intervals", p.Name, p.Samples, p.Failures, formatMs(p.Disrupted), p.Intervals),
 		}
 		if over[p.Name] {
 			s.Failures++
 			c.Failure = &junitFailure{
-				Message: fmt.Sprintf("%s was disrupted for %s, over the limit of %s", p.Name, ms(p.Disrupted), ms(limit)),
+				Message: fmt.Sprintf("%s was disrupted for %s, over the limit of %s", p.Name, formatMs(p.Disrupted), formatMs(limit)),
 				Text:    disruptionText(a, p.Name),
 			}
 		}
@@ -93,13 +93,8 @@ func disruptionText(a *Analysis, name string) string {
 	for i := range a.Intervals {
 		iv := &a.Intervals[i]
 		if iv.Name == name && iv.Disruption() {
-			fmt.Fprintf(&b, "%s - %s (%s) %s: %s\n", iv.From.UTC().Format("15:04:05.000"), iv.To.UTC().Format("15:04:05.000"), ms(iv.Duration()), iv.Class, iv.Message)
+			fmt.Fprintf(&b, "%s - %s (%s) %s: %s\n", iv.From.UTC().Format("15:04:05.000"), iv.To.UTC().Format("15:04:05.000"), formatMs(iv.Duration()), iv.Class, iv.Message)
 		}
 	}
 	return b.String()
-}
-
-// ms renders a duration in whole milliseconds, e.g. "4312 ms".
-func ms(d time.Duration) string {
-	return fmt.Sprintf("%d ms", d.Round(time.Millisecond).Milliseconds())
 }

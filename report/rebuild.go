@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/repro-tools/repro/results"
 )
@@ -17,7 +18,14 @@ type ExtraIntervals func(f *results.Folder, a *Analysis) ([]IntervalItem, error)
 type RebuildOption func(*rebuildConfig)
 
 type rebuildConfig struct {
-	extras []ExtraIntervals
+	extras        []ExtraIntervals
+	maxDisruption time.Duration
+}
+
+// WithMaxDisruption sets the limit junit.xml fails a backend-connection
+// over. Without it the limit recorded in run.json's settings is used.
+func WithMaxDisruption(d time.Duration) RebuildOption {
+	return func(c *rebuildConfig) { c.maxDisruption = d }
 }
 
 // WithExtraIntervals adds a producer of interval items to intervals.json.
@@ -25,9 +33,13 @@ func WithExtraIntervals(fn ExtraIntervals) RebuildOption {
 	return func(c *rebuildConfig) { c.extras = append(c.extras, fn) }
 }
 
-// Rebuild regenerates intervals.json, backend-disruption.json and
+// Rebuild regenerates intervals.json, backend-disruption.json, junit.xml and
 // summary.txt of a results folder from its samples.jsonl, offline. run.json
-// is used when present. A folder without samples is an error.
+// is used when present. When the folder has a rollout timeline
+// (events.jsonl), the rollout joins intervals.json, every disruption is
+// placed in it (placements.json and a section of summary.txt) and, on the
+// lab, attributed to the apiservers its requests went to. A folder without
+// samples is an error.
 func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 	var cfg rebuildConfig
 	for _, o := range opts {
@@ -50,7 +62,11 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 	if err != nil {
 		return nil, err
 	}
-	sets := [][]IntervalItem{IntervalItems(a.Intervals)}
+	tl, err := LoadTimeline(f)
+	if err != nil {
+		return nil, err
+	}
+	sets := [][]IntervalItem{IntervalItems(a.Intervals), RolloutItems(tl)}
 	for _, extra := range cfg.extras {
 		items, err := extra(f, a)
 		if err != nil {
@@ -78,9 +94,36 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 	if err := f.WriteFile(results.BackendDisruptionFile, buf.Bytes()); err != nil {
 		return nil, err
 	}
+	limit := cfg.maxDisruption
+	if limit == 0 && run != nil {
+		if v, ok := run.Settings["maxDisruption"].(string); ok {
+			limit, _ = time.ParseDuration(v)
+		}
+	}
+	buf.Reset()
+	suite := "repro"
+	if run != nil {
+		suite = "repro " + run.Command
+		if sc, ok := run.Extra["scenario"].(string); ok {
+			suite += " " + sc
+		}
+	}
+	if err := WriteJUnit(&buf, suite, a, limit); err != nil {
+		return nil, err
+	}
+	if err := f.WriteFile(JUnitFile, buf.Bytes()); err != nil {
+		return nil, err
+	}
 	buf.Reset()
 	if err := WriteSummary(&buf, a, run); err != nil {
 		return nil, err
+	}
+	if len(tl.Events) > 0 {
+		section, err := writeRollout(f, a, tl)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(section)
 	}
 	if err := f.WriteFile(results.SummaryFile, buf.Bytes()); err != nil {
 		return nil, fmt.Errorf("write summary: %w", err)

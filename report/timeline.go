@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"sort"
 	"time"
 
@@ -113,6 +114,9 @@ type Timeline struct {
 // LoadTimeline reads events.jsonl of a results folder. A folder without one
 // (a probe run) has an empty timeline; a truncated last line is skipped.
 func LoadTimeline(f *results.Folder) (*Timeline, error) {
+	if _, err := os.Stat(f.Path(results.EventsFile)); errors.Is(err, fs.ErrNotExist) {
+		return BuildTimeline(nil), nil
+	}
 	var evs []results.Event
 	_, err := results.ReadJSONL(f.Path(results.EventsFile), func(line []byte) error {
 		var e results.Event
@@ -122,9 +126,6 @@ func LoadTimeline(f *results.Folder) (*Timeline, error) {
 		evs = append(evs, e)
 		return nil
 	})
-	if errors.Is(err, fs.ErrNotExist) {
-		return BuildTimeline(nil), nil
-	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", results.EventsFile, err)
 	}

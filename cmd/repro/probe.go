@@ -131,7 +131,7 @@ func runProbe(cmd *cobra.Command, o *rootOptions, po *probeOptions) error {
 
 	log.Info("polling", zap.String("server", pr.Server()), zap.Strings("pollers", pr.PollerNames()),
 		zap.Duration("interval", po.interval), zap.Duration("duration", po.duration), zap.String("out", folder.Dir()))
-	display := startProgress(ctx, pr, po.duration, log)
+	display := startProgress(ctx, pr, po.duration, log, nil)
 	samples := pr.Run(ctx)
 	var writeErr error
 	for s := range samples {

@@ -26,10 +26,12 @@ type progressDisplay struct {
 
 // startProgress starts rendering. total is the planned run length (0 when
 // it runs until interrupted). Call finish when the prober is done.
-func startProgress(ctx context.Context, pr *prober.Prober, total time.Duration, base *zap.Logger) *progressDisplay {
+// view, when not nil, adds the run's stage and one line per node of the
+// rollout under way.
+func startProgress(ctx context.Context, pr *prober.Prober, total time.Duration, base *zap.Logger, view *rolloutView) *progressDisplay {
 	d := &progressDisplay{stop: make(chan struct{}), done: make(chan struct{}), log: base}
 	if !term.IsTerminal(int(os.Stderr.Fd())) {
-		go d.logLoop(pr, total, base)
+		go d.logLoop(pr, total, base, view)
 		return d
 	}
 	p := mpb.NewWithContext(context.WithoutCancel(ctx), mpb.WithOutput(os.Stderr), mpb.WithRefreshRate(250*time.Millisecond), mpb.WithWidth(24))
@@ -58,8 +60,29 @@ func startProgress(ctx context.Context, pr *prober.Prober, total time.Duration, 
 	}
 	clock := p.New(0, mpb.NopStyle(),
 		mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
-			return elapsedLine(time.Since(start), total)
+			line := elapsedLine(time.Since(start), total)
+			if view != nil {
+				line = view.stageLine(time.Now()) + "  " + line
+			}
+			return line
 		})))
+	// Node lines appear as the rollout reaches each node.
+	var nodeBars []*mpb.Bar
+	addNodeBars := func() {
+		if view == nil {
+			return
+		}
+		for i := len(nodeBars); i < view.nodeCount(); i++ {
+			i := i
+			nodeBars = append(nodeBars, p.New(0, mpb.NopStyle(),
+				mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
+					if lines := view.nodeLines(time.Now()); i < len(lines) {
+						return "  " + lines[i]
+					}
+					return ""
+				}))))
+		}
+	}
 	go func() {
 		defer close(d.done)
 		t := time.NewTicker(200 * time.Millisecond)
@@ -70,6 +93,7 @@ func startProgress(ctx context.Context, pr *prober.Prober, total time.Duration, 
 			for i, s := range st {
 				bars[i].SetCurrent(s.Samples)
 			}
+			addNodeBars()
 			select {
 			case <-d.stop:
 				copy(stats, pr.Stats())
@@ -77,6 +101,9 @@ func startProgress(ctx context.Context, pr *prober.Prober, total time.Duration, 
 					b.SetTotal(-1, true)
 				}
 				clock.SetTotal(-1, true)
+				for _, b := range nodeBars {
+					b.SetTotal(-1, true)
+				}
 				p.Wait()
 				return
 			case <-t.C:
@@ -95,7 +122,7 @@ func (d *progressDisplay) finish() {
 	<-d.done
 }
 
-func (d *progressDisplay) logLoop(pr *prober.Prober, total time.Duration, log *zap.Logger) {
+func (d *progressDisplay) logLoop(pr *prober.Prober, total time.Duration, log *zap.Logger, view *rolloutView) {
 	defer close(d.done)
 	start := time.Now()
 	t := time.NewTicker(10 * time.Second)
@@ -109,7 +136,15 @@ func (d *progressDisplay) logLoop(pr *prober.Prober, total time.Duration, log *z
 			for _, s := range pr.Stats() {
 				parts = append(parts, s.Name+": "+pollerLine(s))
 			}
-			log.Info("progress "+elapsedLine(time.Since(start), total), zap.Strings("pollers", parts))
+			fields := []zap.Field{zap.Strings("pollers", parts)}
+			line := elapsedLine(time.Since(start), total)
+			if view != nil {
+				line = view.stageLine(time.Now()) + " " + line
+				if nodes := view.nodeLines(time.Now()); len(nodes) > 0 {
+					fields = append(fields, zap.Strings("nodes", nodes))
+				}
+			}
+			log.Info("progress "+line, fields...)
 		}
 	}
 }

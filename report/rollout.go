@@ -1,0 +1,316 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/repro-tools/repro/results"
+)
+
+// PlacementsFile is the machine-readable twin of summary.txt's "where the
+// gaps sit" section.
+const PlacementsFile = "placements.json"
+
+// LBRecordsFile holds the lab load balancer's connection records, one JSON
+// object per line; present only for lab runs.
+const LBRecordsFile = "lb-connections.jsonl"
+
+// JUnitFile is the junit report, one test case per backend-connection.
+const JUnitFile = "junit.xml"
+
+// Rollout interval sources and locator types, in origin's style.
+const (
+	SourceRollout      = "KubeAPIServerRollout"
+	LocatorTypeNode    = "Node"
+	LocatorTypePod     = "Pod"
+	LocatorTypeCluster = "Cluster"
+)
+
+// RolloutItems renders the timeline for intervals.json beside the
+// disruption: the run's stages, one bar per node and phase, and every
+// termination event as an instant, so a chart shows both at once.
+func RolloutItems(tl *Timeline) []IntervalItem {
+	var items []IntervalItem
+	for _, s := range tl.Stages {
+		to := s.To
+		if to.IsZero() {
+			to = s.From
+		}
+		items = append(items, IntervalItem{
+			Level: LevelInfo, Display: true, Source: SourceRollout,
+			Locator: Locator{Type: LocatorTypeCluster, Keys: map[string]string{"stage": s.Name}},
+			Message: Message{Reason: "Stage", HumanMessage: stageName(s), Annotations: map[string]string{"stage": s.Name, "iteration": fmt.Sprint(s.Iteration)}},
+			From:    s.From, To: to,
+		})
+	}
+	for _, it := range tl.Iterations {
+		for _, w := range it.Nodes {
+			bars := []struct {
+				phase    NodePhase
+				from, to time.Time
+			}{
+				{NodeTerminating, w.Terminating, firstNonZero(w.Starting, w.Ready)},
+				{NodeStarting, w.Starting, w.Ready},
+			}
+			for _, b := range bars {
+				if b.from.IsZero() {
+					continue
+				}
+				to := b.to
+				if to.IsZero() {
+					to = b.from
+				}
+				items = append(items, IntervalItem{
+					Level: LevelInfo, Display: true, Source: SourceRollout,
+					Locator: Locator{Type: LocatorTypeNode, Keys: map[string]string{"node": w.Node}},
+					Message: Message{Reason: string(b.phase), HumanMessage: fmt.Sprintf("%s %s towards revision %d", w.Node, b.phase, it.Revision),
+						Annotations: map[string]string{"iteration": fmt.Sprint(it.N), "revision": fmt.Sprint(it.Revision)}},
+					From: b.from, To: to,
+				})
+			}
+		}
+	}
+	for _, e := range tl.Events {
+		if e.Kind != results.KindClusterEvent && e.Kind != results.KindTrigger && e.Kind != results.KindConverged {
+			continue
+		}
+		loc := Locator{Type: LocatorTypeCluster, Keys: map[string]string{"operator": "kube-apiserver"}}
+		if e.Node != "" {
+			loc = Locator{Type: LocatorTypePod, Keys: map[string]string{"namespace": "openshift-kube-apiserver", "pod": "kube-apiserver-" + e.Node, "node": e.Node}}
+		}
+		items = append(items, IntervalItem{
+			Level: LevelInfo, Display: true, Source: SourceRollout, Locator: loc,
+			Message: Message{Reason: eventLabel(e), HumanMessage: e.Message, Annotations: map[string]string{"iteration": fmt.Sprint(e.Iteration)}},
+			From:    e.Time, To: e.Time,
+		})
+	}
+	return items
+}
+
+func firstNonZero(ts ...time.Time) time.Time {
+	for _, t := range ts {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+func stageName(s Stage) string {
+	if s.Iteration > 0 {
+		return fmt.Sprintf("iteration %d: %s", s.Iteration, s.Name)
+	}
+	return s.Name
+}
+
+// connRecord is the part of a lab load balancer connection record that
+// attribution needs.
+type connRecord struct {
+	Client string    `json:"client"`
+	Target string    `json:"target"`
+	Opened time.Time `json:"opened"`
+	Closed time.Time `json:"closed"`
+}
+
+// servedBy maps client addresses to the connections the load balancer
+// forwarded for them, to name the apiserver behind a sample.
+type servedBy map[string][]connRecord
+
+// loadServedBy reads lb-connections.jsonl; a folder without one (a live
+// cluster) yields nil.
+func loadServedBy(f *results.Folder) (servedBy, error) {
+	if _, err := os.Stat(f.Path(LBRecordsFile)); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	m := servedBy{}
+	_, err := results.ReadJSONL(f.Path(LBRecordsFile), func(line []byte) error {
+		var r connRecord
+		if err := json.Unmarshal(line, &r); err != nil {
+			return err
+		}
+		if r.Client != "" {
+			m[r.Client] = append(m[r.Client], r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", LBRecordsFile, err)
+	}
+	return m, nil
+}
+
+// target names the apiserver the load balancer sent a connection from
+// client to at time t ("" when unknown or refused by the LB itself).
+func (s servedBy) target(client string, t time.Time) string {
+	best := ""
+	for _, r := range s[client] {
+		if r.Opened.After(t.Add(time.Second)) || (!r.Closed.IsZero() && r.Closed.Before(t.Add(-time.Second))) {
+			continue
+		}
+		best = r.Target
+	}
+	return best
+}
+
+// attributeServedBy fills Placement.ServedBy from the failed samples of each
+// interval: which apiservers their connections went to, with counts.
+func attributeServedBy(f *results.Folder, ps []Placement, s servedBy) error {
+	if len(s) == 0 || len(ps) == 0 {
+		return nil
+	}
+	counts := make([]map[string]int, len(ps))
+	byName := map[string][]int{}
+	for i, p := range ps {
+		byName[p.Name] = append(byName[p.Name], i)
+		counts[i] = map[string]int{}
+	}
+	var probe struct {
+		Backend    string    `json:"backend"`
+		Connection string    `json:"connection"`
+		Start      time.Time `json:"start"`
+		LocalAddr  string    `json:"local_addr"`
+		ErrorClass string    `json:"error_class"`
+	}
+	_, err := results.ReadJSONL(f.Path(results.SamplesFile), func(line []byte) error {
+		// Only failed samples matter; skip the rest without decoding.
+		if !bytes.Contains(line, []byte(`"error_class"`)) {
+			return nil
+		}
+		probe.LocalAddr, probe.ErrorClass = "", ""
+		if err := json.Unmarshal(line, &probe); err != nil {
+			return err
+		}
+		if probe.LocalAddr == "" {
+			return nil
+		}
+		name := probe.Backend + "-" + probe.Connection + "-connections"
+		for _, i := range byName[name] {
+			if !probe.Start.Before(ps[i].From) && probe.Start.Before(ps[i].To) {
+				if t := s.target(probe.LocalAddr, probe.Start); t != "" {
+					counts[i][t]++
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := range ps {
+		var parts []string
+		for t, n := range counts[i] {
+			parts = append(parts, fmt.Sprintf("%s (%d)", t, n))
+		}
+		sort.Strings(parts)
+		ps[i].ServedBy = strings.Join(parts, ", ")
+	}
+	return nil
+}
+
+// WritePlacements writes the "where the gaps sit" section of summary.txt:
+// per iteration the disruption of each backend-connection, then every
+// interval with its place in the rollout.
+func WritePlacements(w io.Writer, a *Analysis, tl *Timeline, ps []Placement) error {
+	var b strings.Builder
+	if len(tl.Iterations) > 0 {
+		b.WriteString("\nRollouts:\n")
+		for _, it := range tl.Iterations {
+			took := "did not complete"
+			if !it.Complete.IsZero() {
+				took = "completed in " + formatMs(it.Complete.Sub(it.Trigger))
+			}
+			fmt.Fprintf(&b, "  iteration %d: triggered %s, revision %d, %s\n", it.N, it.Trigger.Format("15:04:05.000"), it.Revision, took)
+			for _, n := range it.Nodes {
+				fmt.Fprintf(&b, "    %-10s terminating %s  starting %s  ready %s\n", n.Node, clock(n.Terminating), clock(n.Starting), clock(n.Ready))
+			}
+		}
+		b.WriteString("\nDisruption per iteration (rollout and its cool-down):\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprint(tw, "  BACKEND-CONNECTION")
+		for _, it := range tl.Iterations {
+			fmt.Fprintf(tw, "\tITERATION %d", it.N)
+		}
+		fmt.Fprintln(tw, "\tBASELINE")
+		for _, p := range a.Pollers {
+			fmt.Fprintf(tw, "  %s", p.Name)
+			per := map[int]time.Duration{}
+			var base time.Duration
+			for _, pl := range ps {
+				if pl.Name != p.Name {
+					continue
+				}
+				if pl.Iteration == 0 {
+					base += pl.To.Sub(pl.From)
+				} else {
+					per[pl.Iteration] += pl.To.Sub(pl.From)
+				}
+			}
+			for _, it := range tl.Iterations {
+				fmt.Fprintf(tw, "\t%s", formatMs(per[it.N]))
+			}
+			fmt.Fprintf(tw, "\t%s\n", formatMs(base))
+		}
+		tw.Flush()
+	}
+	b.WriteString("\nWhere the gaps sit:\n")
+	if len(ps) == 0 {
+		b.WriteString("  no disruption\n")
+	}
+	for _, p := range ps {
+		fmt.Fprintf(&b, "  %s +%s %s %s\n      %s\n", p.From.Format("15:04:05.000"), formatMs(p.To.Sub(p.From)), p.Name, p.Class, p.Where)
+		if p.Next != nil {
+			fmt.Fprintf(&b, "      next: %s %s later\n", p.Next.Label, seconds(p.Next.OffsetMs))
+		}
+		if p.ServedBy != "" {
+			fmt.Fprintf(&b, "      failed requests went to: %s\n", p.ServedBy)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "-           "
+	}
+	return t.Format("15:04:05.000")
+}
+
+// writeRollout adds the rollout's derived files to a folder: placements.json
+// and the extra summary section (returned for appending).
+func writeRollout(f *results.Folder, a *Analysis, tl *Timeline) ([]byte, error) {
+	ps := Place(a.Intervals, tl)
+	s, err := loadServedBy(f)
+	if err != nil {
+		return nil, err
+	}
+	if err := attributeServedBy(f, ps, s); err != nil {
+		return nil, err
+	}
+	doc := struct {
+		Iterations []Iteration `json:"iterations"`
+		Stages     []Stage     `json:"stages"`
+		Placements []Placement `json:"placements"`
+	}{tl.Iterations, tl.Stages, ps}
+	js, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.WriteFile(PlacementsFile, append(js, '\n')); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := WritePlacements(&buf, a, tl, ps); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
