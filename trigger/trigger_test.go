@@ -377,10 +377,18 @@ func TestFollowResumesAfterDroppedWatch(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Follow after a dropped watch: %v", err)
 	}
+	// The informer resumes with a new list and watch; the list alone may
+	// already show the converged state, so either proves the resume.
+	lists := 0
+	for _, a := range op.Actions() {
+		if a.GetVerb() == "list" && a.GetResource().Resource == "kubeapiservers" {
+			lists++
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if watches < 2 {
-		t.Fatalf("the operator watch was opened %d times, want a resumed watch", watches)
+	if watches < 2 && lists < 2 {
+		t.Fatalf("the operator was listed %d and watched %d times, want a resumed list or watch after the drop", lists, watches)
 	}
 }
 
