@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -263,7 +264,7 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 
 // resolveBinary returns the given path after checking it runs, or the cached
 // build, building it first if needed.
-func resolveBinary(ctx context.Context, given string, spec binaries.Spec, progress interface{ Write([]byte) (int, error) }) (string, error) {
+func resolveBinary(ctx context.Context, given string, spec binaries.Spec, progress io.Writer) (string, error) {
 	if given != "" {
 		st, err := os.Stat(given)
 		if err != nil {

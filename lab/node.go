@@ -131,7 +131,10 @@ func (n *Node) notify() {
 	}
 }
 
-func (n *Node) args(rev int32) []string {
+// args are the apiserver's flags. Every revision runs the same
+// configuration: the revision is the operator's bookkeeping, and what a
+// rollout exercises is the restart itself.
+func (n *Node) args() []string {
 	p := n.lab.pki
 	o := n.lab.opts
 	args := []string{
@@ -163,9 +166,7 @@ func (n *Node) args(rev int32) []string {
 		// which the lab turns into OpenShift's termination Events.
 		"--v=1",
 	}
-	args = append(args, o.ExtraAPIServerArgs...)
-	_ = rev // every revision runs the same configuration; the revision is the operator's bookkeeping
-	return args
+	return append(args, o.ExtraAPIServerArgs...)
 }
 
 // start execs the apiserver for rev and waits until /readyz answers 200.
@@ -190,7 +191,7 @@ func (n *Node) start(ctx context.Context, rev int32) error {
 		logf.Close()
 		return fmt.Errorf("%s: lab is stopping", n.name)
 	}
-	cmd := exec.Command(n.lab.kasBin, n.args(rev)...)
+	cmd := exec.Command(n.lab.kasBin, n.args()...)
 	cmd.Stdout, cmd.Stderr = pw, pw
 	rec := &ProcessRecord{Node: n.name, Revision: rev, LogPath: logPath, Started: time.Now()}
 	p, err := proc.Start(cmd)

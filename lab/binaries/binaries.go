@@ -256,10 +256,11 @@ func build(ctx context.Context, goBin string, s Spec, root, out string, progress
 		return fmt.Errorf("downloading %s's modules: %v: %s", s.Name, err, tail(string(b), 10))
 	}
 
-	// Count what go build -v may print: every non-standard package in the
-	// graph. Packages already in the build cache print nothing, so a warm
-	// cache finishes early; the total is an upper bound, never a guess low.
-	ls := exec.CommandContext(ctx, goBin, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", s.Package)
+	// Count what go build -v may print: every package in the graph,
+	// standard library included (a fresh build cache compiles it too).
+	// Packages already in the build cache print nothing, so a warm cache
+	// finishes early; the total is an upper bound, never a guess low.
+	ls := exec.CommandContext(ctx, goBin, "list", "-deps", "-f", "{{.ImportPath}}", s.Package)
 	ls.Dir, ls.Env = dir, goEnv(dir)
 	lsOut, err := ls.Output()
 	if err != nil {
@@ -361,6 +362,9 @@ func (r *reporter) inc() {
 		return
 	}
 	pct := r.n * 100 / r.total
+	if pct > 100 {
+		pct = 100
+	}
 	if pct/10 > r.last/10 {
 		r.last = pct
 		el := time.Since(r.start)
@@ -373,11 +377,18 @@ func (r *reporter) inc() {
 func (r *reporter) done(ok bool) {
 	if r.bar != nil {
 		if ok {
-			r.bar.SetTotal(int64(r.n), true)
+			// Packages the build cache already held were never printed:
+			// fill the bar and say below how many were compiled.
+			r.bar.SetCurrent(int64(r.total))
+			r.bar.SetTotal(int64(r.total), true)
 		} else {
 			r.bar.Abort(false)
 		}
 		r.p.Wait()
+	}
+	if ok && r.w != nil {
+		cached := max(r.total-r.n, 0)
+		fmt.Fprintf(r.w, "  compiled %d packages in %s (%d more came from the Go build cache)\n", r.n, time.Since(r.start).Round(time.Second), cached)
 	}
 }
 
