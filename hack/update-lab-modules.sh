@@ -23,10 +23,15 @@ go mod init repro.local/lab/kube-apiserver >/dev/null 2>&1
 go mod edit -go=1.24.0
 staging_minor=v0.${KUBE_VERSION#v1.}
 modfile=$(go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')
-for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$modfile"); do
-	case $m in k8s.io/sample-cli-plugin|k8s.io/sample-controller) continue ;; esac
-	go mod edit -replace "$m=$m@$staging_minor"
-done
+{
+	echo
+	echo "replace ("
+	for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$modfile" | sort); do
+		case $m in k8s.io/sample-cli-plugin|k8s.io/sample-controller) continue ;; esac
+		printf '\t%s => %s %s\n' "$m" "$m" "$staging_minor"
+	done
+	echo ")"
+} >>go.mod
 cat >tools.go <<'GO'
 //go:build tools
 
@@ -37,6 +42,10 @@ import _ "k8s.io/kubernetes/cmd/kube-apiserver"
 GO
 go get "k8s.io/kubernetes@${KUBE_VERSION}"
 go mod tidy
+# Keep the replace block last, where readers of the file look for it.
+awk '/^replace \($/{inblk=1} inblk{blk=blk $0 "\n"; if ($0==")") {inblk=0; skip=1}; next} skip && /^$/{skip=0; next} {skip=0; print} END{printf "\n%s", blk}' go.mod >go.mod.new
+mv go.mod.new go.mod
+go mod edit -fmt
 dst=$root/lab/binaries/kube-apiserver
 cp go.mod "$dst/go.mod.src"
 cp go.sum "$dst/go.sum.src"
