@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -176,7 +177,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		opts.BuildProgress = os.Stderr
 		opts.ConnRecords = folder.Path(lbRecordsFile)
 		started := time.Now()
-		theLab, err = lab.Start(ctx, opts)
+		theLab, err = startLab(ctx, opts)
 		if err != nil {
 			folder.RemoveIfEmpty()
 			if ctx.Err() != nil {
@@ -292,6 +293,34 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		return withExitCode(exitOverLimit, fmt.Errorf("disruption over --max-disruption %v: %s", ro.maxDisruption, strings.Join(parts, ", ")))
 	}
 	return nil
+}
+
+// startLab starts the lab so that Ctrl-C aborts its start (a first build
+// takes minutes) but not the running lab: on an interrupt the pollers must
+// stop before the apiservers do, or the teardown itself would be measured as
+// disruption. The caller stops the lab; if repro dies, the parent-death
+// signal takes the lab's processes with it.
+func startLab(ctx context.Context, opts lab.Options) (*lab.Lab, error) {
+	labCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
+	started := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			abort()
+		case <-started:
+		}
+	}()
+	l, err := lab.Start(labCtx, opts)
+	close(started)
+	if err != nil {
+		abort()
+		return nil, err
+	}
+	go func() {
+		<-l.Done()
+		abort()
+	}()
+	return l, nil
 }
 
 // lbRecordsFile is where a lab run keeps the load balancer's connection

@@ -1,0 +1,435 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	operatorclient "github.com/openshift/client-go/operator/clientset/versioned"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/repro-tools/repro/lab"
+	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/results"
+)
+
+// These tests run the repro binary the way a user does, on a real lab. They
+// need the lab's binaries (built on first use; `make test` builds them first).
+
+var reproBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "repro-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	reproBin = filepath.Join(dir, "repro")
+	build := exec.Command("go", "build", "-o", reproBin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building repro:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type runResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// repro runs the binary with no kubeconfig in reach, so it uses the lab.
+func repro(t *testing.T, ctx context.Context, args ...string) runResult {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, reproBin, args...)
+	cmd.Env = labEnv(t)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running repro: %v", err)
+	}
+	t.Logf("repro %s: exit %d\nstdout:\n%s\nstderr (tail):\n%s", strings.Join(args, " "), code, out.String(), tail(errb.String(), 3000))
+	return runResult{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// labEnv is the test's environment without any way to a real cluster, and
+// with the user's cache (where the lab's binaries are) kept.
+func labEnv(t *testing.T) []string {
+	home := t.TempDir()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "KUBERNETES_SERVICE_") || strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "XDG_CACHE_HOME=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "HOME="+home, "XDG_CACHE_HOME="+cache)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// labProcesses lists the kube-apiserver and etcd processes whose command
+// line mentions dir (the lab's directory, where their certificates are).
+func labProcesses(t *testing.T, dir string) map[int]string {
+	t.Helper()
+	out := map[int]string{}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		exe := filepath.Base(string(bytes.SplitN(b, []byte{0}, 2)[0]))
+		if (exe == "kube-apiserver" || exe == "etcd") && bytes.Contains(b, []byte(dir)) {
+			out[pid] = exe
+		}
+	}
+	return out
+}
+
+// noLabProcesses fails when a process of the lab in dir is still alive. repro
+// has exited by then, so there is no grace: it must have waited for them.
+func noLabProcesses(t *testing.T, dir string) {
+	t.Helper()
+	var left []string
+	for pid, exe := range labProcesses(t, dir) {
+		left = append(left, fmt.Sprintf("%s (pid %d)", exe, pid))
+	}
+	if len(left) > 0 {
+		t.Fatalf("lab processes outlived repro: %v", left)
+	}
+}
+
+// labDirArgs gives a run's lab a known directory, so its processes can be
+// told from those of other labs on the machine.
+func labDirArgs(t *testing.T) (string, []string) {
+	dir := filepath.Join(t.TempDir(), "lab")
+	return dir, []string{"--dir", dir}
+}
+
+func readEvents(t *testing.T, dir string) []results.Event {
+	t.Helper()
+	var evs []results.Event
+	if _, err := results.ReadJSONL(filepath.Join(dir, results.EventsFile), func(line []byte) error {
+		var e results.Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			return err
+		}
+		evs = append(evs, e)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func readRun(t *testing.T, dir string) *results.Run {
+	t.Helper()
+	f, err := results.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.ReadRun()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRunRolloutOnTheLab(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a lab rollout")
+	}
+	labDir, labArgs := labDirArgs(t)
+	out := filepath.Join(t.TempDir(), "results")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	res := repro(t, ctx, append([]string{"run", "--scenario", "apiserver-rollout", "--out", out}, labArgs...)...)
+	noLabProcesses(t, labDir)
+	if res.code != 0 {
+		t.Fatalf("exit %d, want 0", res.code)
+	}
+	if !strings.Contains(res.stdout, "no kubeconfig given: starting the lab") {
+		t.Errorf("the run did not say it started the lab")
+	}
+	if r := readRun(t, out); r.Status != results.StatusComplete {
+		t.Fatalf("run.json status %q", r.Status)
+	}
+
+	// Three node restarts, one at a time, in order, each to revision 2.
+	tl := report.BuildTimeline(readEvents(t, out))
+	if len(tl.Iterations) != 1 {
+		t.Fatalf("iterations: %+v", tl.Iterations)
+	}
+	it := tl.Iterations[0]
+	if it.Complete.IsZero() || it.Revision != 2 {
+		t.Fatalf("iteration did not complete on revision 2: %+v", it)
+	}
+	want := []string{"master-0", "master-1", "master-2"}
+	if len(it.Nodes) != len(want) {
+		t.Fatalf("nodes rolled: %+v", it.Nodes)
+	}
+	var prevReady time.Time
+	for i, w := range it.Nodes {
+		if w.Node != want[i] || w.Terminating.IsZero() || w.Starting.IsZero() || w.Ready.IsZero() {
+			t.Fatalf("node %d: %+v, want %s through terminating, starting, ready", i, w, want[i])
+		}
+		if !w.Terminating.After(prevReady) {
+			t.Errorf("%s started terminating at %v, before the previous node was ready at %v", w.Node, w.Terminating, prevReady)
+		}
+		prevReady = w.Ready
+	}
+	shutdowns := map[string]int{}
+	for _, e := range tl.Events {
+		if e.Kind == results.KindClusterEvent && e.Reason == "ShutdownInitiated" {
+			shutdowns[e.Node]++
+		}
+	}
+	for _, n := range want {
+		if shutdowns[n] != 1 {
+			t.Errorf("%s: %d ShutdownInitiated events, want 1", n, shutdowns[n])
+		}
+	}
+
+	// Every poller sampled the whole run: from before the trigger to after
+	// the rollout completed, without a hole in its schedule.
+	a, err := report.LoadSamples(filepath.Join(out, results.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Pollers) != 6 {
+		t.Fatalf("%d pollers, want 6", len(a.Pollers))
+	}
+	for _, p := range a.Pollers {
+		if !p.First.Before(it.Trigger) || !p.Last.After(it.Complete) {
+			t.Errorf("%s sampled %v to %v, not the whole rollout (%v to %v)", p.Name, p.First, p.Last, it.Trigger, it.Complete)
+		}
+		if p.Skipped > p.Samples/100 {
+			t.Errorf("%s skipped %d of %d ticks", p.Name, p.Skipped, p.Samples)
+		}
+		// The healthy lab drains each apiserver for 10 s while the load
+		// balancer needs 2 s to see /readyz fail, and warms a restarted
+		// apiserver before it takes traffic: no request has a reason to
+		// fail, so the tolerance is zero.
+		if p.Failures != 0 || p.Disrupted != 0 {
+			t.Errorf("%s: %d failures, %v disrupted on the healthy lab", p.Name, p.Failures, p.Disrupted)
+		}
+	}
+	for _, f := range []string{results.IntervalsFile, results.BackendDisruptionFile, report.JUnitFile, report.PlacementsFile, results.SummaryFile, report.LBRecordsFile} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("results folder lacks %s: %v", f, err)
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(out, "apiserver-logs", "*.log"))
+	if len(logs) != 6 {
+		t.Errorf("%d apiserver logs kept, want 6 (two processes per node)", len(logs))
+	}
+}
+
+func TestRunOverMaxDisruptionExits3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a lab rollout")
+	}
+	labDir, labArgs := labDirArgs(t)
+	out := filepath.Join(t.TempDir(), "results")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	// With no shutdown delay an apiserver stops listening at SIGTERM while
+	// the load balancer, checking every second, still sends it new
+	// connections: a real, short gap on new connections.
+	res := repro(t, ctx, "run", "--scenario", "apiserver-rollout", "--out", out,
+		"--shutdown-delay", "0s", "--min-ready-time", "2s", "--baseline", "2s", "--cool-down", "2s", "--max-disruption", "1ms", labArgs[0], labArgs[1])
+	noLabProcesses(t, labDir)
+	if res.code != exitOverLimit {
+		t.Fatalf("exit %d, want %d", res.code, exitOverLimit)
+	}
+	if !strings.Contains(res.stderr, "disruption over --max-disruption 1ms") {
+		t.Errorf("stderr does not say which limit was exceeded")
+	}
+	junit, err := os.ReadFile(filepath.Join(out, report.JUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(junit, []byte("<failure")) {
+		t.Errorf("junit.xml has no failing test case:\n%s", junit)
+	}
+	if !strings.Contains(res.stdout, "Where the gaps sit:") || strings.Contains(res.stdout, "no disruption") {
+		t.Errorf("summary does not place the gap")
+	}
+}
+
+func TestRunInterruptedKeepsPartialResults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a lab rollout")
+	}
+	labDir, labArgs := labDirArgs(t)
+	out := filepath.Join(t.TempDir(), "results")
+	cmd := exec.Command(reproBin, append([]string{"run", "--scenario", "apiserver-rollout", "--out", out, "--baseline", "2s"}, labArgs...)...)
+	cmd.Env = labEnv(t)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt in the middle of the rollout: once a node is terminating.
+	deadline := time.Now().Add(3 * time.Minute)
+	for !eventSeen(filepath.Join(out, results.EventsFile), `"ShutdownInitiated"`) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the rollout never started; stderr:\n%s", tail(stderr.String(), 3000))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("repro did not stop after Ctrl-C; stderr:\n%s", tail(stderr.String(), 3000))
+	}
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), tail(stderr.String(), 2000))
+	noLabProcesses(t, labDir)
+	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+		t.Fatalf("exit %d, want %d", code, exitInterrupted)
+	}
+	if r := readRun(t, out); r.Status != results.StatusInterrupted || r.End == nil {
+		t.Fatalf("run.json: status %q end %v, want interrupted with an end", r.Status, r.End)
+	}
+	a, err := report.Rebuild(out)
+	if err != nil {
+		t.Fatalf("the partial folder does not rebuild: %v", err)
+	}
+	if a.Samples == 0 {
+		t.Fatal("no samples kept")
+	}
+	// The pollers stop before the lab does: the teardown is not measured.
+	for _, p := range a.Pollers {
+		if p.Failures != 0 {
+			t.Errorf("%s: %d failures in an interrupted healthy run", p.Name, p.Failures)
+		}
+	}
+}
+
+func eventSeen(path, needle string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), needle) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRunDryRunChangesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a lab")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	l, err := lab.Start(ctx, lab.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := l.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	op, err := operatorclient.NewForConfig(l.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := op.OperatorV1().KubeAPIServers().Get(ctx, "cluster", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	cmd := exec.CommandContext(ctx, reproBin, "run", "--scenario", "apiserver-rollout", "--kubeconfig", kubeconfig, "--dry-run")
+	cmd.Dir = work
+	cmd.Env = labEnv(t)
+	outb, err := cmd.CombinedOutput()
+	t.Logf("%s", outb)
+	if err != nil {
+		t.Fatalf("dry run failed: %v", err)
+	}
+	for _, want := range []string{`{"spec":{"forceRedeploymentReason":"repro-`, "accepted the patch in a server-side dry run", "nothing was changed"} {
+		if !bytes.Contains(outb, []byte(want)) {
+			t.Errorf("dry run output lacks %q", want)
+		}
+	}
+	// Give the lab's installer a moment: had the patch applied, it would bump the revision.
+	time.Sleep(2 * time.Second)
+	after, err := op.OperatorV1().KubeAPIServers().Get(ctx, "cluster", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Spec.ForceRedeploymentReason != before.Spec.ForceRedeploymentReason || after.Status.LatestAvailableRevision != before.Status.LatestAvailableRevision || after.Generation != before.Generation {
+		t.Fatalf("the dry run changed kubeapiservers/cluster: reason %q -> %q, revision %d -> %d",
+			before.Spec.ForceRedeploymentReason, after.Spec.ForceRedeploymentReason, before.Status.LatestAvailableRevision, after.Status.LatestAvailableRevision)
+	}
+	if ents, _ := os.ReadDir(work); len(ents) != 0 {
+		t.Errorf("the dry run wrote files: %v", ents)
+	}
+}
+
+func TestRunBadInput(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--scenario", "nope"}, `unknown scenario "nope": choose one of apiserver-rollout, baseline`},
+		{[]string{"run"}, `required flag(s) "scenario" not set`},
+		{[]string{"run", "--scenario", "baseline", "--interval", "1ms"}, "below the minimum"},
+		{[]string{"run", "--scenario", "baseline", "--backends", "kube-api,bogus"}, "bogus"},
+		{[]string{"run", "--scenario", "apiserver-rollout", "--iterations", "0"}, "--iterations must be at least 1"},
+	} {
+		res := repro(t, ctx, tc.args...)
+		lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+		if res.code != 1 || !strings.Contains(res.stderr, tc.want) || len(lines) != 1 {
+			t.Errorf("repro %v: exit %d, stderr %q; want exit 1 and one line with %q", tc.args, res.code, res.stderr, tc.want)
+		}
+	}
+}
