@@ -1,0 +1,114 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteCompareJSON writes the comparison as indented JSON (schema
+// CompareSchema).
+func WriteCompareJSON(w io.Writer, c *Comparison) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(c)
+}
+
+// WriteCompare writes the comparison for a human: the sides, the rule, one
+// block per backend-connection with a row per side and a verdict line per B
+// side, then the overall verdicts and notes.
+func WriteCompare(w io.Writer, c *Comparison) error {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, s := range c.Sides {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Role, s.Name, s.Label, sideCounts(s))
+	}
+	tw.Flush()
+	fmt.Fprintf(&b, "\nRule: %s.\n", c.Rule)
+	b.WriteString("Figures are per iteration (rollout plus cool-down); a folder without a rollout counts as one sample of its whole run.\n\n")
+
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BACKEND-CONNECTION\tSIDE\tN\tMEDIAN\tP95\tMAX\tINTERVALS\tERROR CLASSES\tWHERE")
+	for _, r := range c.Results {
+		for i, s := range r.Sides {
+			name := ""
+			if i == 0 {
+				name = r.Name
+			}
+			if s.N == 0 {
+				fmt.Fprintf(tw, "%s\t%s\t0\t-\t-\t-\t-\t-\t-\n", name, s.Role)
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", name, s.Role, s.N,
+				fmtSeconds(s.MedianSeconds), fmtSeconds(s.P95Seconds), fmtSeconds(s.MaxSeconds),
+				s.Intervals, tallyText(s.Classes, nil), tallyText(s.Where, whereOrder))
+		}
+		for _, v := range r.Versus {
+			// One tab only: the reason is trailing text, which does not
+			// widen the table's columns.
+			fmt.Fprintf(tw, "\t%s vs A: %s\n", v.Role, v.Reason)
+		}
+	}
+	tw.Flush()
+
+	b.WriteString("\n")
+	for _, v := range c.Verdicts {
+		mark := ""
+		if v.Worse {
+			mark = " (exit 3)"
+		}
+		fmt.Fprintf(&b, "Verdict %s vs A: %s — %s%s\n", v.Role, strings.ToUpper(v.Verdict), v.Summary, mark)
+	}
+	if len(c.Notes) > 0 {
+		b.WriteString("\nNotes:\n")
+		for _, n := range c.Notes {
+			fmt.Fprintf(&b, "  - %s\n", n)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func sideCounts(s SideInfo) string {
+	runs := "runs"
+	if s.Runs == 1 {
+		runs = "run"
+	}
+	its := "iterations"
+	if s.Iterations == 1 {
+		its = "iteration"
+	}
+	return fmt.Sprintf("%d %s, %d %s", s.Runs, runs, s.Iterations, its)
+}
+
+// tallyText renders tallies as "header-timeout 9 (45.100s), tls 1 (0.300s)",
+// in the given key order (then the rest by name), or "-" when empty.
+func tallyText(m map[string]Tally, order []string) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	var keys []string
+	done := map[string]bool{}
+	for _, k := range order {
+		if _, ok := m[k]; ok {
+			keys = append(keys, k)
+			done[k] = true
+		}
+	}
+	var rest []string
+	for k := range m {
+		if !done[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	keys = append(keys, rest...)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d (%s)", k, m[k].Intervals, fmtSeconds(m[k].Seconds))
+	}
+	return strings.Join(parts, ", ")
+}
