@@ -3,6 +3,7 @@ package prober
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -553,7 +554,27 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 	s.LocalAddr = ts.localAddr
 	s.RemoteAddr = ts.remoteAddr
 	ts.mu.Unlock()
+	if s.LocalAddr == "" {
+		// A connection that failed before net/http handed it over (reset
+		// during the TLS handshake, say) still had a local address; the
+		// socket error carries it, and it is what ties the sample to the
+		// load balancer's record of where that connection went.
+		s.LocalAddr, s.RemoteAddr = opErrorAddrs(err, s.RemoteAddr)
+	}
 	return s
+}
+
+// opErrorAddrs returns the local and remote addresses of the socket
+// operation that failed in err, keeping remote when err names none.
+func opErrorAddrs(err error, remote string) (string, string) {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Source == nil {
+		return "", remote
+	}
+	if remote == "" && op.Addr != nil {
+		remote = op.Addr.String()
+	}
+	return op.Source.String(), remote
 }
 
 // unwrapURLError renders err as net/http does ("Get \"https://host/path\":
