@@ -61,6 +61,12 @@ type Options struct {
 
 	// Logger receives the lab's log; nil is silent.
 	Logger *zap.Logger
+
+	// ExactTimings takes ShutdownDelay and MinReadyTime as given even when
+	// zero, where zero is a real setting (single-node OpenShift runs with
+	// no shutdown delay) rather than "use the default". Callers that start
+	// from DefaultOptions, like the CLI's flags, set it.
+	ExactTimings bool
 }
 
 // DefaultOptions returns the lab's defaults: three nodes, AWS timings scaled
@@ -86,13 +92,13 @@ func (o Options) withDefaults() Options {
 	if o.Listen == "" {
 		o.Listen = d.Listen
 	}
-	if o.ShutdownDelay == 0 {
+	if o.ShutdownDelay == 0 && !o.ExactTimings {
 		o.ShutdownDelay = d.ShutdownDelay
 	}
 	if o.GracePeriod == 0 {
 		o.GracePeriod = d.GracePeriod
 	}
-	if o.MinReadyTime == 0 {
+	if o.MinReadyTime == 0 && !o.ExactTimings {
 		o.MinReadyTime = d.MinReadyTime
 	}
 	if o.Health.Interval == 0 {

@@ -63,6 +63,9 @@ type labFlags struct {
 func (f *labFlags) bind(cmd *cobra.Command) {
 	d := lab.DefaultOptions()
 	f.opts = d
+	// Every timing comes from a flag defaulting to the lab's default, so a
+	// zero on the command line means zero (e.g. --shutdown-delay 0s).
+	f.opts.ExactTimings = true
 	fl := cmd.Flags()
 	fl.StringVar(&f.opts.KubeAPIServer, "kube-apiserver", "", "kube-apiserver binary to run instead of the built "+binaries.KubeAPIServer.Version+" (a patched fork, a candidate fix)")
 	fl.StringVar(&f.opts.Etcd, "etcd", "", "etcd binary to run instead of the built "+binaries.Etcd.Version)
