@@ -261,6 +261,20 @@ func WritePlacements(w io.Writer, a *Analysis, tl *Timeline, ps []Placement) err
 		}
 		tw.Flush()
 	}
+	if groups := groupPlacements(ps); len(groups) > 0 {
+		b.WriteString("\nDisruption by node and phase:\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  ITERATION\tNODE\tPHASE\tINTERVALS\tDISRUPTED\tFROM\tTO\tBACKEND-CONNECTIONS\tERROR CLASSES")
+		for _, g := range groups {
+			it := "-"
+			if g.iteration > 0 {
+				it = fmt.Sprint(g.iteration)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", it, orDash(g.node), orDash(string(g.phase)), g.intervals,
+				formatMs(g.total), g.from.Format("15:04:05.000"), g.to.Format("15:04:05.000"), strings.Join(g.pollers, " "), strings.Join(g.classes, " "))
+		}
+		tw.Flush()
+	}
 	b.WriteString("\nWhere the gaps sit:\n")
 	if len(ps) == 0 {
 		b.WriteString("  no disruption\n")
@@ -276,6 +290,59 @@ func WritePlacements(w io.Writer, a *Analysis, tl *Timeline, ps []Placement) err
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// placementGroup sums the placements of one iteration, node and phase.
+type placementGroup struct {
+	iteration int
+	node      string
+	phase     NodePhase
+	intervals int
+	total     time.Duration
+	from, to  time.Time
+	pollers   []string
+	classes   []string
+}
+
+// groupPlacements folds placements by iteration, node and phase, in order
+// of first occurrence, so a rollout's many short gaps read as a few lines.
+func groupPlacements(ps []Placement) []placementGroup {
+	var out []placementGroup
+	index := map[string]int{}
+	for _, p := range ps {
+		key := fmt.Sprintf("%d/%s/%s", p.Iteration, p.Node, p.NodePhase)
+		i, ok := index[key]
+		if !ok {
+			out = append(out, placementGroup{iteration: p.Iteration, node: p.Node, phase: p.NodePhase, from: p.From, to: p.To})
+			i = len(out) - 1
+			index[key] = i
+		}
+		g := &out[i]
+		g.intervals++
+		g.total += p.To.Sub(p.From)
+		if p.From.Before(g.from) {
+			g.from = p.From
+		}
+		if p.To.After(g.to) {
+			g.to = p.To
+		}
+		g.pollers = addUnique(g.pollers, p.Name)
+		g.classes = addUnique(g.classes, p.Class)
+	}
+	for i := range out {
+		sort.Strings(out[i].pollers)
+		sort.Strings(out[i].classes)
+	}
+	return out
+}
+
+func addUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
 }
 
 func clock(t time.Time) string {

@@ -135,3 +135,29 @@ func TestNextPhase(t *testing.T) {
 		}
 	}
 }
+
+func TestGroupPlacements(t *testing.T) {
+	tl := BuildTimeline(rolloutEvents())
+	mk := func(name string, from, to int, class prober.ErrorClass) Interval {
+		return Interval{Name: name, From: at(from), To: at(to), Class: class}
+	}
+	ps := Place([]Interval{
+		mk("kube-api-new-connections", 21250, 21350, prober.ClassReset),
+		mk("oauth-api-new-connections", 21450, 21650, prober.ClassReset),
+		mk("kube-api-reused-connections", 22000, 22100, prober.ClassHTTP429),
+		mk("kube-api-new-connections", 24000, 24100, prober.ClassTLS),
+	}, tl)
+	g := groupPlacements(ps)
+	if len(g) != 2 {
+		t.Fatalf("groups %+v", g)
+	}
+	if g[0].node != "master-0" || g[0].phase != NodeTerminating || g[0].intervals != 3 || g[0].total != 400*time.Millisecond ||
+		!g[0].from.Equal(at(21250)) || !g[0].to.Equal(at(22100)) ||
+		strings.Join(g[0].pollers, " ") != "kube-api-new-connections kube-api-reused-connections oauth-api-new-connections" ||
+		strings.Join(g[0].classes, " ") != "http-429 reset" {
+		t.Errorf("terminating group %+v", g[0])
+	}
+	if g[1].phase != NodeStarting || g[1].intervals != 1 || g[1].total != 100*time.Millisecond {
+		t.Errorf("starting group %+v", g[1])
+	}
+}
