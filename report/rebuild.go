@@ -33,9 +33,9 @@ func WithExtraIntervals(fn ExtraIntervals) RebuildOption {
 	return func(c *rebuildConfig) { c.extras = append(c.extras, fn) }
 }
 
-// Rebuild regenerates intervals.json, backend-disruption.json, junit.xml and
-// summary.txt of a results folder from its samples.jsonl, offline. run.json
-// is used when present. When the folder has a rollout timeline
+// Rebuild regenerates intervals.json, backend-disruption.json, junit.xml,
+// summary.txt and report.html of a results folder from its samples.jsonl,
+// offline. run.json is used when present. When the folder has a rollout timeline
 // (events.jsonl), the rollout joins intervals.json, every disruption is
 // placed in it (placements.json and a section of summary.txt) and, on the
 // lab, attributed to the apiservers its requests went to. A folder without
@@ -127,6 +127,9 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 	}
 	if err := f.WriteFile(results.SummaryFile, buf.Bytes()); err != nil {
 		return nil, fmt.Errorf("write summary: %w", err)
+	}
+	if err := writeHTML(f, run, a, tl); err != nil {
+		return nil, err
 	}
 	return a, nil
 }

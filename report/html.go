@@ -1,0 +1,137 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/repro-tools/repro/prober"
+	"github.com/repro-tools/repro/report/htmlreport"
+	"github.com/repro-tools/repro/results"
+)
+
+// HTMLFile is the self-contained page Rebuild writes into every results
+// folder: the timeline of every backend-connection and node, latency plots
+// and the summary, with script, style and data embedded (no network).
+const HTMLFile = htmlreport.FileName
+
+// htmlRun gathers what the page needs of one results folder.
+func htmlRun(f *results.Folder, label string, run *results.Run, a *Analysis, tl *Timeline) (*htmlreport.Run, error) {
+	sb, err := loadServedBy(f)
+	if err != nil {
+		return nil, err
+	}
+	in := &htmlreport.Run{
+		Label:         label,
+		Info:          run,
+		TruncatedLast: a.TruncatedLast,
+		Events:        tl.Events,
+		ForEachSample: func(fn func(*prober.Sample)) error {
+			var s prober.Sample
+			_, err := results.ReadJSONL(f.Path(results.SamplesFile), func(line []byte) error {
+				s = prober.Sample{}
+				if err := s.UnmarshalJSON(line); err != nil {
+					return err
+				}
+				fn(&s)
+				return nil
+			})
+			return err
+		},
+	}
+	if len(sb) > 0 {
+		in.ServedBy = sb.target
+	}
+	for _, p := range a.Pollers {
+		classes := map[string]int64{}
+		for c, n := range p.Classes {
+			classes[string(c)] = n
+		}
+		in.Pollers = append(in.Pollers, htmlreport.Poller{
+			Name: p.Name, Backend: p.Backend, Connection: string(p.Connection),
+			Samples: p.Samples, Failures: p.Failures, Skipped: p.Skipped, Aborted: p.Aborted,
+			Disrupted: p.Disrupted, Longest: p.Longest, Intervals: p.Intervals, SamplerOutage: p.SamplerOutage,
+			Protocol: p.Protocol, Classes: classes,
+		})
+	}
+	where := map[string]string{}
+	if len(tl.Events) > 0 {
+		for _, p := range Place(a.Intervals, tl) {
+			where[p.Name+p.From.String()] = p.Where
+		}
+	}
+	for _, iv := range a.Intervals {
+		in.Intervals = append(in.Intervals, htmlreport.Interval{
+			Name: iv.Name, From: iv.From, To: iv.To, Class: string(iv.Class), SamplerOutage: iv.SamplerOutage,
+			Open: iv.Open, Samples: iv.Samples, Message: iv.Message, AuditID: iv.AuditID, Where: where[iv.Name+iv.From.String()],
+		})
+	}
+	for _, s := range tl.Stages {
+		in.Stages = append(in.Stages, htmlreport.Stage{Name: s.Name, Iteration: s.Iteration, From: s.From, To: s.To})
+	}
+	for _, it := range tl.Iterations {
+		hit := htmlreport.Iteration{N: it.N, Trigger: it.Trigger, Complete: it.Complete, Revision: it.Revision}
+		for _, w := range it.Nodes {
+			hit.Nodes = append(hit.Nodes, htmlreport.NodeWindow{Node: w.Node, Terminating: w.Terminating, Starting: w.Starting, Ready: w.Ready})
+		}
+		in.Iterations = append(in.Iterations, hit)
+	}
+	return in, nil
+}
+
+// writeHTML writes report.html into the folder.
+func writeHTML(f *results.Folder, run *results.Run, a *Analysis, tl *Timeline) error {
+	in, err := htmlRun(f, filepath.Base(f.Dir()), run, a, tl)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := htmlreport.WriteRun(&buf, in); err != nil {
+		return fmt.Errorf("report.html: %w", err)
+	}
+	return f.WriteFile(HTMLFile, buf.Bytes())
+}
+
+// WriteCompareHTML writes one self-contained page comparing the results
+// folders dirs: their totals side by side (one column per folder, in the
+// order given) and their timelines, lanes and latency plots aligned on each
+// run's first trigger (a run without one, e.g. a probe, is aligned on its
+// first sample and says so). Each folder is read like Rebuild reads it
+// (samples.jsonl, events.jsonl, run.json, lb-connections.jsonl); nothing is
+// written into them.
+func WriteCompareHTML(w io.Writer, dirs []string) error {
+	if len(dirs) == 0 {
+		return errors.New("no results folders to compare")
+	}
+	var runs []*htmlreport.Run
+	for _, dir := range dirs {
+		f, err := results.Open(dir)
+		if err != nil {
+			return err
+		}
+		run, err := f.ReadRun()
+		if err != nil {
+			if _, statErr := os.Stat(f.Path(results.RunFile)); statErr == nil {
+				return fmt.Errorf("%s: %w", dir, err)
+			}
+			run = nil
+		}
+		a, err := LoadSamples(f.Path(results.SamplesFile))
+		if err != nil {
+			return err
+		}
+		tl, err := LoadTimeline(f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		in, err := htmlRun(f, filepath.Base(filepath.Clean(dir)), run, a, tl)
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		runs = append(runs, in)
+	}
+	return htmlreport.WriteCompare(w, runs)
+}
