@@ -163,7 +163,7 @@ func pollerLine(s prober.PollerStats) string {
 func elapsedLine(elapsed, total time.Duration) string {
 	elapsed = elapsed.Truncate(time.Second)
 	if total <= 0 {
-		return fmt.Sprintf("elapsed %v (until Ctrl-C)", elapsed)
+		return fmt.Sprintf("elapsed %v  (Ctrl-C stops early and keeps the results)", elapsed)
 	}
 	remaining := max(total.Truncate(time.Second)-elapsed, 0)
 	return fmt.Sprintf("elapsed %v  remaining %v  (Ctrl-C stops early and keeps the results)", elapsed, remaining)
