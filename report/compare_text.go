@@ -17,9 +17,10 @@ func WriteCompareJSON(w io.Writer, c *Comparison) error {
 	return enc.Encode(c)
 }
 
-// WriteCompare writes the comparison for a human: the sides, the rule, one
-// block per backend-connection with a row per side and a verdict line per B
-// side, then the overall verdicts and notes.
+// WriteCompare writes the comparison for a human: the sides, the rule, a
+// table with a row per backend-connection and side, the reason for each
+// backend-connection's verdict per B side, then the overall verdicts and
+// notes.
 func WriteCompare(w io.Writer, c *Comparison) error {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -46,13 +47,14 @@ func WriteCompare(w io.Writer, c *Comparison) error {
 				fmtSeconds(s.MedianSeconds), fmtSeconds(s.P95Seconds), fmtSeconds(s.MaxSeconds),
 				s.Intervals, tallyText(s.Classes, nil), tallyText(s.Where, whereOrder))
 		}
-		for _, v := range r.Versus {
-			// One tab only: the reason is trailing text, which does not
-			// widen the table's columns.
-			fmt.Fprintf(tw, "\t%s vs A: %s\n", v.Role, v.Reason)
-		}
 	}
 	tw.Flush()
+	for i, s := range c.Sides[1:] {
+		fmt.Fprintf(&b, "\n%s vs A, per backend-connection:\n", s.Role)
+		for _, r := range c.Results {
+			fmt.Fprintf(&b, "  %s: %s\n", r.Name, r.Versus[i].Reason)
+		}
+	}
 
 	b.WriteString("\n")
 	for _, v := range c.Verdicts {
