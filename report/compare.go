@@ -312,10 +312,14 @@ func runLabel(run *results.Run, dir string) string {
 			}
 		}
 		if t, _ := run.Extra["target"].(string); t == "lab" {
-			if l, ok := run.Extra["lab"].(map[string]any); ok {
-				if p, _ := l["profile"].(string); p != "" {
-					return "lab (" + p + ")"
-				}
+			// The lab profile, when the run recorded one (as extra
+			// "labProfile" or the lab settings' "profile").
+			p, _ := run.Extra["labProfile"].(string)
+			if l, ok := run.Extra["lab"].(map[string]any); ok && p == "" {
+				p, _ = l["profile"].(string)
+			}
+			if p != "" {
+				return "lab (" + p + ")"
 			}
 			return "lab"
 		}

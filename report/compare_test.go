@@ -482,3 +482,30 @@ func TestCompareJSONShape(t *testing.T) {
 		}
 	}
 }
+
+func TestCompareLabels(t *testing.T) {
+	a := report.Analyze(nil)
+	mkRun := func(extra map[string]any) *results.Run {
+		r := results.NewRun("run", nil, synthBase)
+		for k, v := range extra {
+			r.SetExtra(k, v)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		run  *results.Run
+		want string
+	}{
+		{nil, "folder-x"},
+		{mkRun(nil), "folder-x"},
+		{mkRun(map[string]any{"target": "lab", "cluster": map[string]any{"serverVersion": "v1.34.4"}}), "lab"},
+		{mkRun(map[string]any{"target": "lab", "labProfile": "aws-4.17-regression"}), "lab (aws-4.17-regression)"},
+		{mkRun(map[string]any{"target": "lab", "lab": map[string]any{"profile": "healthy"}}), "lab (healthy)"},
+		{mkRun(map[string]any{"target": "cluster", "cluster": map[string]any{"openshiftVersion": "4.17.3", "platform": "AWS"}}), "OpenShift 4.17.3 (AWS)"},
+		{mkRun(map[string]any{"target": "cluster", "cluster": map[string]any{"serverVersion": "v1.31.2"}}), "Kubernetes v1.31.2"},
+	} {
+		if got := report.FiguresOf("/tmp/folder-x/", tc.run, a, nil).Label; got != tc.want {
+			t.Errorf("%v: label %q, want %q", tc.run, got, tc.want)
+		}
+	}
+}
