@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -100,6 +102,7 @@ func synthetic(t testing.TB, dir string, dur time.Duration, gaps []synthGap) tim
 	ticks := int(dur / (100 * time.Millisecond))
 	port := 20000
 	var buf []byte
+	rng := rand.New(rand.NewPCG(1, 2))
 	for _, b := range []string{"kube-api", "openshift-api", "oauth-api"} {
 		for ci, conn := range prober.ConnectionTypes {
 			name := prober.PollerName(b, conn)
@@ -109,11 +112,15 @@ func synthetic(t testing.TB, dir string, dur time.Duration, gaps []synthGap) tim
 			}
 			for i := 0; i < ticks; i++ {
 				off := time.Duration(i) * 100 * time.Millisecond
-				s := prober.Sample{Backend: b, Connection: conn, Seq: uint64(i), Start: start.Add(off + time.Duration(i%7)*time.Millisecond),
-					Duration: 4*time.Millisecond + time.Duration(i%13)*300*time.Microsecond, StatusCode: 200, Protocol: "HTTP/1.1",
-					AuditID: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, len(name)), RemoteAddr: "127.0.0.1:6443"}
+				// Realistic jitter: starts up to 3 ms late, log-normal
+				// durations around 6 ms with a tail, random audit IDs.
+				s := prober.Sample{Backend: b, Connection: conn, Seq: uint64(i), Start: start.Add(off + time.Duration(rng.IntN(3000))*time.Microsecond),
+					Duration: time.Duration(float64(6*time.Millisecond) * math.Exp(rng.NormFloat64()*0.5)), StatusCode: 200, Protocol: "HTTP/1.1",
+					AuditID: fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", rng.Uint32(), rng.IntN(1<<16), rng.IntN(1<<12), rng.IntN(1<<12), rng.Uint64()&(1<<48-1)), RemoteAddr: "127.0.0.1:6443"}
 				if conn == prober.NewConnections {
-					s.Phases = prober.Phases{ConnectDone: 300 * time.Microsecond, TLSDone: 2500 * time.Microsecond, WroteRequest: 2600 * time.Microsecond, FirstByte: s.Duration - 200*time.Microsecond}
+					c := time.Duration(200+rng.IntN(300)) * time.Microsecond
+					s.Duration += 3 * time.Millisecond
+					s.Phases = prober.Phases{ConnectDone: c, TLSDone: c + time.Duration(2000+rng.IntN(800))*time.Microsecond, WroteRequest: c + 2900*time.Microsecond, FirstByte: s.Duration - 200*time.Microsecond}
 					port++
 					if port > 60000 {
 						port = 20000

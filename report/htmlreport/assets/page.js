@@ -332,10 +332,13 @@
     gutterLabel(row, "stage", null, "#5b6570");
     clipPlot(row);
     ctx.fillStyle = "#444";
+    let end = -Infinity;
     for (const s of row.run.stages) {
       const x1 = Math.max(GUTTER, X(s.from)), x2 = Math.min(W - RIGHT, X(s.to));
-      if (x2 - x1 < 20) continue;
+      const tw = ctx.measureText(s.name).width;
+      if (x2 - x1 < 20 || x1 + 9 < end) continue;
       ctx.fillText(s.name, x1 + 9, row.y + row.h / 2);
+      end = x1 + 9 + tw + 6;
     }
     for (const m of row.run.marks) {
       const x = X(m.t);
@@ -499,7 +502,9 @@
     d.dataset.points = rec.points;
     d.dataset.decodeMs = Math.round(decoded - started);
     d.dataset.loadMs = Math.round(performance.now() - started);
+    d.dataset.sinceNavigationMs = Math.round(performance.now());
     d.dataset.ready = "1";
+    console.log("repro-report: drawn " + JSON.stringify({ decodeMs: +d.dataset.decodeMs, loadMs: +d.dataset.loadMs, sinceNavigationMs: +d.dataset.sinceNavigationMs, points: rec.points }));
     status.textContent = page.runs.reduce((a, r) => a + r.lanes.reduce((b, l) => b + l.T.length, 0), 0).toLocaleString("en") + " samples, drawn in " + d.dataset.loadMs + " ms";
   }
 
@@ -667,6 +672,27 @@
   });
   window.addEventListener("resize", resize);
 
+  // A sample can be linked: report.html#sample=LANE:SEQ zooms to it and
+  // pins its details (LANE is RUN/NAME on a comparison).
+  function showSample(spec) {
+    const k = spec.lastIndexOf(":");
+    const name = spec.slice(0, k), seq = +spec.slice(k + 1);
+    for (const r of page.runs) for (const l of r.lanes) {
+      if ((page.compare ? r.label + "/" : "") + l.name !== name) continue;
+      const i = lowerBound(l.Seq, seq);
+      if (i >= l.Seq.length || l.Seq[i] !== seq) return;
+      setView(l.T[i] - 1000, l.T[i] + 1000);
+      draw();
+      const row = rows.find((rw) => rw.lane === l);
+      const rect = canvas.getBoundingClientRect();
+      tip.innerHTML = sampleTip(r, l, i);
+      tip.hidden = false;
+      tip.style.left = Math.min(window.innerWidth - tip.offsetWidth - 4, rect.left + X(l.T[i]) + 14) + "px";
+      tip.style.top = Math.max(4, rect.top + row.y + row.h) + "px";
+      $("drawn").dataset.tip = tip.textContent;
+      return;
+    }
+  }
   // A view can be linked: report.html#t=FROM,TO (ms from the run's zero).
   let hashReady = false;
   const hm = /^#t=(-?[\d.]+),(-?[\d.]+)$/.exec(location.hash);
@@ -674,5 +700,7 @@
   buildTables();
   resize();
   if (hm) setView(+hm[1], +hm[2]);
-  hashReady = true;
+  const sm = /^#sample=(.+:\d+)$/.exec(decodeURIComponent(location.hash));
+  if (sm) showSample(sm[1]);
+  else hashReady = true;
 })();

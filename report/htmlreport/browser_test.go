@@ -1,0 +1,398 @@
+package htmlreport_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/htmlreport"
+)
+
+const chromiumBin = "/usr/bin/chromium"
+
+// needBrowser returns Debian's chromium, or skips (fails with
+// REPRO_REQUIRE_BROWSER=1) when it is not installed.
+func needBrowser(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat(chromiumBin); err != nil {
+		if os.Getenv("REPRO_REQUIRE_BROWSER") == "1" {
+			t.Fatalf("%s is missing and REPRO_REQUIRE_BROWSER=1 (apt-get install -y chromium)", chromiumBin)
+		}
+		t.Skipf("%s is not installed (apt-get install -y chromium); set REPRO_REQUIRE_BROWSER=1 to make this a failure", chromiumBin)
+	}
+	return chromiumBin
+}
+
+// artifacts is where screenshots are kept: $REPRO_ARTIFACTS or the test's
+// temporary folder.
+func artifacts(t *testing.T) string {
+	if d := os.Getenv("REPRO_ARTIFACTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// chromium runs headless Chromium on a file with the flags that work
+// offline in a container, and returns its stdout and wall time.
+func chromium(t *testing.T, bin, file, hash string, extra ...string) (string, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + t.TempDir(), "--window-size=1500,1250", "--virtual-time-budget=30000"}
+	args = append(args, extra...)
+	args = append(args, "file://"+file+hash)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, tail(errb.String(), 2000))
+	}
+	return out.String(), took
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+var drawnRE = regexp.MustCompile(`<div id="drawn"[^>]*>`)
+var attrRE = regexp.MustCompile(`data-([a-z-]+)="([^"]*)"`)
+
+// drawn is what the page's script says it drew, from the attributes of
+// #drawn in the dumped DOM.
+func drawn(t *testing.T, dom string) map[string]string {
+	t.Helper()
+	tag := drawnRE.FindString(dom)
+	if tag == "" {
+		t.Fatalf("no #drawn element in the DOM (%d bytes)", len(dom))
+	}
+	m := map[string]string{}
+	for _, a := range attrRE.FindAllStringSubmatch(tag, -1) {
+		m[a[1]] = html.UnescapeString(a[2])
+	}
+	if m["ready"] != "1" {
+		t.Fatalf("the page did not finish drawing: %s", tag)
+	}
+	return m
+}
+
+// checkDrawn compares what the browser drew with the page data: one lane
+// per backend-connection, every bar with its length, one lane per node.
+func checkDrawn(t *testing.T, p *htmlreport.Page, d map[string]string) {
+	t.Helper()
+	var lanes, bars, nodes []string
+	for _, r := range p.Runs {
+		prefix := ""
+		if p.Compare {
+			prefix = r.Label + "/"
+		}
+		for _, l := range r.Lanes {
+			lanes = append(lanes, prefix+l.Name)
+			for _, b := range l.Bars {
+				label := fmt.Sprintf("%.0f ms", math.Round(b.Ms))
+				if b.Outage {
+					label = "DNS outage " + label
+				}
+				bars = append(bars, prefix+l.Name+"="+label)
+			}
+		}
+		for _, n := range r.Nodes {
+			var ph []string
+			for _, s := range n.Spans {
+				ph = append(ph, s.Phase)
+			}
+			nodes = append(nodes, n.Node+":"+strings.Join(ph, ","))
+		}
+	}
+	if got, want := d["lane-names"], strings.Join(lanes, "|"); got != want {
+		t.Errorf("lanes drawn:\n %s\nwant\n %s", got, want)
+	}
+	if got, want := d["bar-labels"], strings.Join(bars, "|"); got != want {
+		t.Errorf("bars drawn:\n %s\nwant\n %s", got, want)
+	}
+	if got, want := d["node-names"], strings.Join(nodes, "|"); got != want {
+		t.Errorf("node lanes drawn:\n %s\nwant\n %s", got, want)
+	}
+	if d["latency-plots"] == "0" {
+		t.Error("no latency plot drawn")
+	}
+}
+
+func readPage(t *testing.T, file string) *htmlreport.Page {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pageOf(t, b)
+}
+
+// TestBrowserSynthetic opens report.html of a synthetic rollout in headless
+// Chromium: lanes, bars with their lengths and node lanes are drawn, and a
+// view linked by #t= zooms to a gap with its label.
+func TestBrowserSynthetic(t *testing.T) {
+	bin := needBrowser(t)
+	dir := t.TempDir()
+	synthetic(t, dir, 3*time.Minute, standardGaps(3*time.Minute))
+	if _, err := report.Rebuild(dir); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, report.HTMLFile)
+	p := readPage(t, file)
+	dom, took := chromium(t, bin, file, "", "--dump-dom")
+	d := drawn(t, dom)
+	checkDrawn(t, p, d)
+	if d["bars"] != "3" || d["bars-labelled"] != "3" || d["node-lanes"] != "3" || d["lanes"] != "6" {
+		t.Errorf("drawn %v", d)
+	}
+	t.Logf("synthetic 3 min: drawn in %s ms in the page, chromium %v", d["load-ms"], took.Round(time.Millisecond))
+	art := artifacts(t)
+	shot := filepath.Join(art, "synthetic-report.png")
+	chromium(t, bin, file, "", "--screenshot="+shot)
+	// Zoomed to 1.5 s around the kube-api gap: single samples.
+	b := p.Runs[0].Lanes[0].Bars[0]
+	hash := fmt.Sprintf("#t=%d,%d", int(b.From)-300, int(b.To)+300)
+	dz := drawn(t, mustDOM(t, bin, file, hash))
+	if !strings.Contains(dz["bar-labels"], "kube-api-new-connections="+fmt.Sprintf("%.0f ms", math.Round(b.Ms))) || dz["lanes"] != "6" {
+		t.Errorf("zoomed view drew %v", dz)
+	}
+	chromium(t, bin, file, hash, "--screenshot="+filepath.Join(art, "synthetic-report-zoomed.png"))
+	// The details of one failed sample, as hovering shows them.
+	l := p.Runs[0].Lanes[0]
+	i := 0
+	for l.C[i] == 0 {
+		i++
+	}
+	shash := fmt.Sprintf("#sample=%s:%d", l.Name, l.Seq[i])
+	tip := drawn(t, mustDOM(t, bin, file, shash))["tip"]
+	for _, want := range []string{l.Name, "connect-refused", "served by", "master-0", "audit ID", "DNS", "connect", "TLS", "first byte", "error", "api/v1/namespaces/default"} {
+		if !strings.Contains(tip, want) {
+			t.Errorf("sample details lack %q: %s", want, tip)
+		}
+	}
+	chromium(t, bin, file, shash, "--screenshot="+filepath.Join(art, "synthetic-sample-details.png"))
+	t.Logf("screenshots in %s", art)
+}
+
+func mustDOM(t *testing.T, bin, file, hash string) string {
+	dom, _ := chromium(t, bin, file, hash, "--dump-dom")
+	return dom
+}
+
+// TestBrowserCompare opens a comparison page of two runs.
+func TestBrowserCompare(t *testing.T) {
+	bin := needBrowser(t)
+	base := t.TempDir()
+	d1, d2 := filepath.Join(base, "run-4.16"), filepath.Join(base, "run-4.17")
+	synthetic(t, d1, 2*time.Minute, nil)
+	synthetic(t, d2, 3*time.Minute, standardGaps(3*time.Minute))
+	file := filepath.Join(base, "compare.html")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := report.WriteCompareHTML(f, []string{d1, d2}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	p := readPage(t, file)
+	d := drawn(t, mustDOM(t, bin, file, ""))
+	checkDrawn(t, p, d)
+	if d["lanes"] != "12" || d["bars"] != "3" || d["node-lanes"] != "6" {
+		t.Errorf("drawn %v", d)
+	}
+	chromium(t, bin, file, "", "--screenshot="+filepath.Join(artifacts(t), "compare.png"))
+}
+
+// TestBrowserLabRun opens the report of a real lab run: the lab's
+// apiservers rolled with a near-zero shutdown delay behind a load balancer
+// checking every 4 s, which loses requests. REPRO_LAB_RESULTS=DIR reuses
+// an existing results folder instead of running the lab (~2 min).
+func TestBrowserLabRun(t *testing.T) {
+	bin := needBrowser(t)
+	dir := os.Getenv("REPRO_LAB_RESULTS")
+	if dir == "" {
+		if testing.Short() {
+			t.Skip("-short: no lab run")
+		}
+		home, _ := os.UserHomeDir()
+		cached, _ := filepath.Glob(filepath.Join(home, ".cache", "repro", "bin", "kube-apiserver-*"))
+		if len(cached) == 0 {
+			t.Skip("the lab's binaries are not built (repro lab build); TestBrowserSynthetic covers the page")
+		}
+		dir = filepath.Join(t.TempDir(), "lab-run")
+		root, err := filepath.Abs("../..")
+		if err != nil {
+			t.Fatal(err)
+		}
+		exe := filepath.Join(t.TempDir(), "repro")
+		build := exec.Command("go", "build", "-o", exe, "./cmd/repro")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+		defer cancel()
+		run := exec.CommandContext(ctx, exe, "run", "--scenario", "apiserver-rollout", "--shutdown-delay", "1ms",
+			"--lb-health-interval", "4s", "--out", dir)
+		run.Dir = t.TempDir()
+		start := time.Now()
+		out, err := run.CombinedOutput()
+		if err != nil {
+			t.Fatalf("repro run: %v\n%s", err, tail(string(out), 4000))
+		}
+		t.Logf("lab run took %v", time.Since(start).Round(time.Second))
+	}
+	if _, err := report.Rebuild(dir); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, report.HTMLFile)
+	p := readPage(t, file)
+	d := drawn(t, mustDOM(t, bin, file, ""))
+	checkDrawn(t, p, d)
+	nBars := 0
+	for _, l := range p.Runs[0].Lanes {
+		nBars += len(l.Bars)
+	}
+	if len(p.Runs[0].Lanes) != 6 || len(p.Runs[0].Nodes) != 3 || len(p.Runs[0].Servers) == 0 {
+		t.Errorf("lab run: %d lanes, %d nodes, servers %v", len(p.Runs[0].Lanes), len(p.Runs[0].Nodes), p.Runs[0].Servers)
+	}
+	t.Logf("lab run: %d samples drawn in %s ms, %d disruption bars (%s labelled at full width)", sumSamples(p), d["load-ms"], nBars, d["bars-labelled"])
+	art := artifacts(t)
+	chromium(t, bin, file, "", "--screenshot="+filepath.Join(art, "lab-report.png"))
+	if nBars > 0 {
+		var first htmlreport.Bar
+		first.From = math.Inf(1)
+		for _, l := range p.Runs[0].Lanes {
+			for _, b := range l.Bars {
+				if b.From < first.From {
+					first = b
+				}
+			}
+		}
+		hash := fmt.Sprintf("#t=%d,%d", int(first.From)-2000, int(first.To)+2000)
+		chromium(t, bin, file, hash, "--screenshot="+filepath.Join(art, "lab-report-first-gap.png"))
+	}
+	t.Logf("screenshots in %s", art)
+}
+
+// loadTimes is what the page logs once drawn.
+type loadTimes struct {
+	DecodeMs, LoadMs, SinceNavigationMs, Points int
+}
+
+// measureLoad opens file in headless Chromium in real time (no virtual
+// time budget, which stops the page's clocks) and reads the timings the
+// page logs to the console when it has drawn.
+func measureLoad(t *testing.T, bin, file string) loadTimes {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+t.TempDir(), "--window-size=1500,1250", "--enable-logging=stderr", "--v=0", "file://"+file)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	sc := bufio.NewScanner(stderr)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.Index(line, "repro-report: drawn ")
+		if i < 0 {
+			continue
+		}
+		js := line[i+len("repro-report: drawn "):]
+		if j := strings.LastIndex(js, "}"); j >= 0 {
+			js = js[:j+1]
+		}
+		var m loadTimes
+		if err := json.Unmarshal([]byte(js), &m); err != nil {
+			t.Fatalf("page log %q: %v", line, err)
+		}
+		return m
+	}
+	t.Fatal("chromium exited or timed out before the page logged that it had drawn")
+	return loadTimes{}
+}
+
+func sumSamples(p *htmlreport.Page) int {
+	n := 0
+	for _, r := range p.Runs {
+		for _, l := range r.Lanes {
+			n += len(l.T)
+		}
+	}
+	return n
+}
+
+// TestBrowserHourRun measures the page of a one-hour run at the default
+// rate (6 pollers x 10/s = 216,000 samples): its size, the time to build
+// it, and the time the browser takes to decode and draw it.
+func TestBrowserHourRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: no one-hour run")
+	}
+	dir := t.TempDir()
+	synthetic(t, dir, time.Hour, standardGaps(time.Hour))
+	start := time.Now()
+	if _, err := report.Rebuild(dir); err != nil {
+		t.Fatal(err)
+	}
+	rebuild := time.Since(start)
+	file := filepath.Join(dir, report.HTMLFile)
+	st, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sst, _ := os.Stat(filepath.Join(dir, "samples.jsonl"))
+	p := readPage(t, file)
+	if n := sumSamples(p); n != 216000 {
+		t.Fatalf("%d samples in the page, want 216000", n)
+	}
+	t.Logf("one-hour run: report.html %.2f MB (samples.jsonl %.1f MB); report.Rebuild with the page %v",
+		float64(st.Size())/1e6, float64(sst.Size())/1e6, rebuild.Round(time.Millisecond))
+	if st.Size() > 12<<20 {
+		t.Errorf("report.html is %d bytes", st.Size())
+	}
+	bin := needBrowser(t)
+	dom, took := chromium(t, bin, file, "", "--dump-dom")
+	d := drawn(t, dom)
+	checkDrawn(t, p, d)
+	t.Logf("one-hour run: %s marks drawn at full width; chromium --dump-dom %v", d["points"], took.Round(time.Millisecond))
+	m := measureLoad(t, bin, file)
+	t.Logf("one-hour run in chromium, real time: drawn %d ms after navigation start (inflate+parse %d ms, script total %d ms)",
+		m.SinceNavigationMs, m.DecodeMs, m.LoadMs)
+	if m.SinceNavigationMs > 10000 {
+		t.Errorf("the page took %d ms to draw", m.SinceNavigationMs)
+	}
+	chromium(t, bin, file, "", "--screenshot="+filepath.Join(artifacts(t), "hour-report.png"))
+}
