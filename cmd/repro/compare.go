@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -19,6 +21,7 @@ type compareOptions struct {
 	threshold string
 	alpha     float64
 	json      bool
+	html      string
 }
 
 func newCompareCmd(_ *rootOptions) *cobra.Command {
@@ -45,6 +48,10 @@ on any backend-connection and a two-sided Mann-Whitney U test gives
 p < --alpha; with too few samples for the test to ever reach that (e.g.
 3 against 3), the threshold alone decides and the verdict says so.
 
+--json writes the comparison as JSON instead of the table (schema
+repro.compare/v1: stable field names). --html FILE also writes a
+self-contained page with every folder's timeline aligned on its trigger.
+
 Exit codes: 0 no side worse, 3 some side worse than A beyond the threshold,
 1 bad input (missing folder, folder without samples, fewer than two sides).`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -59,9 +66,7 @@ Exit codes: 0 no side worse, 3 some side worse than A beyond the threshold,
 	f.StringVar(&co.threshold, "threshold", report.DefaultThreshold.String(), "practical threshold on the median per-iteration disruption: B is worse only when more than both parts above A, e.g. 1s,20% (one part alone: no constraint from the other)")
 	f.Float64Var(&co.alpha, "alpha", report.DefaultAlpha, "significance level of the rank test")
 	f.BoolVar(&co.json, "json", false, "write the comparison as JSON (schema "+report.CompareSchema+") instead of a table")
-	// An --html FILE flag belongs here once report/htmlreport offers the
-	// compare page: it would take the same arguments and write the page
-	// beside the text or JSON output.
+	f.StringVar(&co.html, "html", "", "also write a self-contained HTML page comparing every results folder (timelines aligned on the trigger) to FILE")
 	return cmd
 }
 
@@ -94,6 +99,11 @@ func runCompare(cmd *cobra.Command, co *compareOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	if co.html != "" {
+		if err := writeCompareHTML(co.html, sides); err != nil {
+			return err
+		}
+	}
 	if c.Worse {
 		var worse []string
 		for _, v := range c.Verdicts {
@@ -102,6 +112,25 @@ func runCompare(cmd *cobra.Command, co *compareOptions, args []string) error {
 			}
 		}
 		return withExitCode(exitWorse, fmt.Errorf("worse than A (%s) beyond the threshold %s: %s", args[0], th, strings.Join(worse, ", ")))
+	}
+	return nil
+}
+
+// writeCompareHTML writes the comparison page of every results folder of
+// every side, in argument order, to path.
+func writeCompareHTML(path string, sides []report.Side) error {
+	var dirs []string
+	for _, s := range sides {
+		for _, f := range s.Folders {
+			dirs = append(dirs, f.Dir)
+		}
+	}
+	var buf bytes.Buffer
+	if err := report.WriteCompareHTML(&buf, dirs); err != nil {
+		return fmt.Errorf("--html: %v", err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("--html: %v", err)
 	}
 	return nil
 }

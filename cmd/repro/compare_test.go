@@ -138,6 +138,7 @@ func TestCompareCLIExitCodes(t *testing.T) {
 		{"tighter threshold", []string{"--threshold", "500ms", quiet, slight}, 3, "WORSE"},
 		{"group", []string{quiet, group}, 3, "2 runs, 4 iterations"},
 		{"three sides", []string{quiet, quiet2, gappy}, 3, "Verdict C vs A: WORSE"},
+		{"html", []string{"--html", filepath.Join(root, "compare.html"), quiet, group}, 3, "WORSE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, err := runRepro(t, append([]string{"compare"}, tc.args...)...)
@@ -145,6 +146,10 @@ func TestCompareCLIExitCodes(t *testing.T) {
 				t.Errorf("exit %d (%v), want %d with %q in:\n%s", code, err, tc.code, tc.want, out)
 			}
 		})
+	}
+
+	if page, err := os.ReadFile(filepath.Join(root, "compare.html")); err != nil || !bytes.Contains(page, []byte("<html")) {
+		t.Errorf("--html page: %v, %d bytes", err, len(page))
 	}
 
 	for _, tc := range []struct {
@@ -157,6 +162,7 @@ func TestCompareCLIExitCodes(t *testing.T) {
 		{"one side", []string{quiet}, "at least two"},
 		{"bad threshold", []string{"--threshold", "fast", quiet, gappy}, "--threshold"},
 		{"bad alpha", []string{"--alpha", "2", quiet, gappy}, "--alpha"},
+		{"html into a missing folder", []string{"--html", filepath.Join(root, "nope", "x.html"), quiet, gappy}, "--html"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, err := runRepro(t, append([]string{"compare"}, tc.args...)...)
