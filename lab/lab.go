@@ -70,6 +70,7 @@ type Lab struct {
 	stopOnce sync.Once
 	stopErr  error
 	stopped  chan struct{}
+	faults   faultLog
 }
 
 // Start builds or locates the binaries, generates the PKI, starts etcd, the
@@ -152,7 +153,11 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 
 	hc := opts.Health
 	hc.TLS = l.tlsConfig(false)
-	lbOpts := lb.Options{Listen: opts.Listen, Targets: targets, Health: hc, Policy: opts.LBPolicy, Logger: l.log.Named("lb")}
+	policy := opts.LBPolicy
+	if policy == nil && opts.Faults.LB.Enabled() {
+		policy = lb.Faulty(opts.Faults.LB)
+	}
+	lbOpts := lb.Options{Listen: opts.Listen, Targets: targets, Health: hc, Policy: policy, Logger: l.log.Named("lb")}
 	if opts.ConnRecords != "" {
 		if l.recFile, err = os.Create(opts.ConnRecords); err != nil {
 			return nil, err

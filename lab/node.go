@@ -171,6 +171,9 @@ func (n *Node) args() []string {
 		// which the lab turns into OpenShift's termination Events.
 		"--v=1",
 	}
+	if t := o.Faults.EtcdCheckTimeout; t > 0 {
+		args = append(args, "--etcd-healthcheck-timeout="+t.String(), "--etcd-readycheck-timeout="+t.String())
+	}
 	return append(args, o.ExtraAPIServerArgs...)
 }
 
@@ -411,12 +414,19 @@ func (n *Node) rollTo(ctx context.Context, rev int32) error {
 		return err
 	}
 	// Held out of the load balancer's service until warm, while /readyz
-	// health checks still govern once it is back.
-	n.lab.lb.SetRegistered(n.name, false)
+	// health checks still govern once it is back; unless a fault keeps it
+	// registered, leaving the health check alone to decide.
+	if !n.lab.opts.Faults.KeepRegistered {
+		n.lab.lb.SetRegistered(n.name, false)
+	}
 	if err := n.start(ctx, rev); err != nil {
 		return err
 	}
-	return n.warmUp(ctx)
+	if err := n.warmUp(ctx); err != nil {
+		return err
+	}
+	n.lab.rejoined(n)
+	return nil
 }
 
 // kill SIGKILLs the running apiserver at lab stop.

@@ -51,8 +51,14 @@ type Options struct {
 	// StartTimeout bounds one apiserver's start to ready and warm.
 	StartTimeout time.Duration
 
-	// LBPolicy replaces the plain NLB behaviour (fault models).
+	// LBPolicy replaces the plain NLB behaviour (fault models); when nil
+	// and Faults.LB sets any fault, the lab uses lb.Faulty(Faults.LB).
 	LBPolicy lb.Policy
+	// Faults are the fault behaviours to inject (see Profiles for named
+	// combinations); the zero value is a healthy lab.
+	Faults Faults
+	// Profile names the profile Options were built from, for the record.
+	Profile string
 	// ConnRecords, if set, is a file the load balancer streams its
 	// connection records to as JSON lines.
 	ConnRecords string
@@ -140,6 +146,16 @@ func (o Options) validate() error {
 		return fmt.Errorf("grace period (%s) must exceed the shutdown delay (%s)", o.GracePeriod, o.ShutdownDelay)
 	case o.MinReadyTime < 0:
 		return fmt.Errorf("minimum ready time must not be negative, got %s", o.MinReadyTime)
+	case o.Health.Protocol != "" && o.Health.Protocol != lb.HealthHTTPS && o.Health.Protocol != lb.HealthTCP:
+		return fmt.Errorf("load balancer health check must be %s or %s, got %q", lb.HealthHTTPS, lb.HealthTCP, o.Health.Protocol)
+	case o.Faults.LB.LateDeregistration < 0 || o.Faults.LB.Blackhole < 0 || o.Faults.EtcdStall < 0 || o.Faults.EtcdStallAfter < 0 || o.Faults.EtcdCheckTimeout < 0:
+		return fmt.Errorf("fault durations must not be negative: %+v", o.Faults)
+	}
+	for _, n := range o.Faults.EtcdStallOn {
+		var i int
+		if _, err := fmt.Sscanf(n, "master-%d", &i); err != nil || i < 0 || i >= o.Nodes || n != fmt.Sprintf("master-%d", i) {
+			return fmt.Errorf("etcd-stall-on names %q, not one of the lab's %d nodes (master-0..%d)", n, o.Nodes, o.Nodes-1)
+		}
 	}
 	return nil
 }

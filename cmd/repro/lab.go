@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,7 +30,7 @@ Force a rollout against it as on OpenShift:
   oc --kubeconfig FILE patch kubeapiserver cluster --type=merge \
     -p '{"spec":{"forceRedeploymentReason":"test-1"}}'`,
 	}
-	cmd.AddCommand(newLabBuildCmd(o), newLabUpCmd(o))
+	cmd.AddCommand(newLabBuildCmd(o), newLabUpCmd(o), newLabProfilesCmd(o))
 	return cmd
 }
 
@@ -56,13 +57,46 @@ later lab starts take seconds. Needs a Go toolchain on PATH.`,
 }
 
 // labFlags binds lab.Options to flags; repro run reuses it for its lab.
+// Precedence: the lab's defaults, then --lab-profile, then flags given on the
+// command line, then --lab-set in order. Call options for the result.
 type labFlags struct {
-	opts lab.Options
+	opts    lab.Options
+	profile string
+	sets    []string
+	cmd     *cobra.Command
+}
+
+// options resolves the profile, explicit flags and --lab-set into the lab's
+// options; its errors are one line naming the valid profiles or keys.
+func (f *labFlags) options() (lab.Options, error) {
+	o := f.opts
+	if f.profile != "" {
+		p, err := lab.LookupProfile(f.profile)
+		if err != nil {
+			return o, fmt.Errorf("--lab-profile: %w", err)
+		}
+		// A flag given on the command line wins over the profile.
+		for _, kv := range p.Settings {
+			k, v, _ := strings.Cut(kv, "=")
+			if f.cmd != nil && f.cmd.Flags().Changed(k) {
+				continue
+			}
+			if err := lab.Set(&o, k, v); err != nil {
+				return o, fmt.Errorf("--lab-profile %s: %w", p.Name, err)
+			}
+		}
+		o.Profile = p.Name
+	}
+	if err := lab.SetAll(&o, f.sets); err != nil {
+		return o, fmt.Errorf("--lab-set: %w", err)
+	}
+	return o, nil
 }
 
 func (f *labFlags) bind(cmd *cobra.Command) {
 	d := lab.DefaultOptions()
 	f.opts = d
+	f.cmd = cmd
 	// Every timing comes from a flag defaulting to the lab's default, so a
 	// zero on the command line means zero (e.g. --shutdown-delay 0s).
 	f.opts.ExactTimings = true
@@ -82,6 +116,35 @@ func (f *labFlags) bind(cmd *cobra.Command) {
 	fl.DurationVar(&f.opts.StartTimeout, "start-timeout", d.StartTimeout, "limit for one apiserver to become ready")
 	fl.StringVar(&f.opts.Dir, "dir", "", "keep the lab's files (PKI, etcd data, apiserver logs) here instead of a temporary dir removed at exit")
 	fl.StringVar(&f.opts.ConnRecords, "lb-records", "", "stream the load balancer's connection records to this JSON-lines file")
+	fl.StringVar(&f.profile, "lab-profile", "", "named fault profile (see \"repro lab profiles\"): "+strings.Join(lab.ProfileNames(), ", "))
+	fl.StringArrayVar(&f.sets, "lab-set", nil, "set a lab knob, key=value, repeatable, over the profile and flags (keys: \"repro lab profiles\")")
+}
+
+func newLabProfilesCmd(o *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "profiles",
+		Short: "List the lab's fault profiles and knobs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			for _, p := range lab.Profiles() {
+				fmt.Fprintf(out, "%s\n", p.Name)
+				fmt.Fprintf(out, "  models:   %s\n", p.Models)
+				fmt.Fprintf(out, "  source:   %s\n", p.Source)
+				settings := "(defaults)"
+				if len(p.Settings) > 0 {
+					settings = strings.Join(p.Settings, " ")
+				}
+				fmt.Fprintf(out, "  settings: %s\n\n", settings)
+			}
+			d := lab.Settings(lab.DefaultOptions())
+			fmt.Fprintln(out, "knobs (--lab-set key=value; default in brackets):")
+			for _, k := range lab.Knobs() {
+				fmt.Fprintf(out, "  %-24s %s [%s]\n", k.Key, k.Doc, d[k.Key])
+			}
+			return nil
+		},
+	}
 }
 
 func newLabUpCmd(o *rootOptions) *cobra.Command {
@@ -93,7 +156,10 @@ func newLabUpCmd(o *rootOptions) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := o.logger()
-			opts := f.opts
+			opts, err := f.options()
+			if err != nil {
+				return err
+			}
 			opts.Logger = log.Named("lab")
 			opts.BuildProgress = os.Stderr
 			started := time.Now()
@@ -113,6 +179,9 @@ func newLabUpCmd(o *rootOptions) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "lab is up in %s\n", time.Since(started).Round(time.Millisecond))
+			if opts.Profile != "" || len(f.sets) > 0 {
+				fmt.Fprintf(out, "  profile:             %s %s\n", opts.Profile, strings.Join(f.sets, " "))
+			}
 			fmt.Fprintf(out, "  API (load balancer): %s\n", l.URL())
 			fmt.Fprintf(out, "  kubeconfig:          %s\n", kubeconfigOut)
 			for _, n := range l.Nodes() {

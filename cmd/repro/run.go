@@ -141,6 +141,10 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		return fmt.Errorf("--backends: %w", err)
 	}
 	onLab := ro.useLab || !kubeconfigGiven(o)
+	labOpts, err := ro.lab.options()
+	if err != nil {
+		return err
+	}
 	timings := scenarios.LiveTimings()
 	if onLab {
 		timings = scenarios.LabTimings()
@@ -172,7 +176,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	var theLab *lab.Lab
 	if onLab {
 		fmt.Fprintln(out, "no kubeconfig given: starting the lab (3 real kube-apiservers behind an NLB-like load balancer)")
-		opts := ro.lab.opts
+		opts := labOpts
 		opts.Logger = log.Named("lab")
 		opts.BuildProgress = os.Stderr
 		opts.ConnRecords = folder.Path(lbRecordsFile)
@@ -255,6 +259,8 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	display.finish()
 
 	if theLab != nil {
+		// The fault windows the lab applied, to line up with the gaps.
+		run.SetExtra("labFaults", theLab.FaultEvents())
 		if err := keepLabLogs(theLab, folder); err != nil {
 			log.Warn("could not copy the apiserver logs into the results", zap.Error(err))
 		}
@@ -334,6 +340,7 @@ func labSettings(l *lab.Lab) map[string]any {
 		"minReadyTime": o.MinReadyTime.String(), "lbHealthInterval": o.Health.Interval.String(),
 		"lbHealthTimeout": o.Health.Timeout.String(), "lbHealthyThreshold": o.Health.HealthyThreshold,
 		"lbUnhealthyThreshold": o.Health.UnhealthyThreshold, "kubeAPIServer": o.KubeAPIServer,
+		"profile": o.Profile, "knobs": lab.Settings(o),
 	}
 }
 

@@ -55,7 +55,18 @@ type HealthCheck struct {
 	UnhealthyThreshold int
 	// TLS verifies the targets (the lab's CA); nil skips verification.
 	TLS *tls.Config
+	// Protocol is HTTPS (the default: GET Path, 200 passes, as the
+	// OpenShift installer configures the API target group) or TCP (a
+	// completed TCP connect passes, an NLB's default health check, which
+	// knows nothing of /readyz).
+	Protocol string
 }
+
+// Health-check protocols.
+const (
+	HealthHTTPS = "HTTPS"
+	HealthTCP   = "TCP"
+)
 
 // DefaultHealthCheck scales AWS's installer settings (10 s / 10 s / 2 / 2) by
 // a tenth, so detection (interval x unhealthy threshold = 2 s) stays well
@@ -183,6 +194,10 @@ type conn struct {
 	client net.Conn
 	up     net.Conn
 	once   sync.Once
+	// hold, once set, is when a blackholed client connection is reset.
+	hold atomic.Pointer[time.Time]
+	// active is when bytes last flowed either way (Unix nanoseconds).
+	active atomic.Int64
 }
 
 // New listens and starts health checking; targets start unhealthy.
@@ -192,6 +207,13 @@ func New(opts Options) (*LB, error) {
 	}
 	if opts.Health.Path == "" {
 		opts.Health.Path = "/readyz"
+	}
+	switch opts.Health.Protocol {
+	case "":
+		opts.Health.Protocol = HealthHTTPS
+	case HealthHTTPS, HealthTCP:
+	default:
+		return nil, fmt.Errorf("load balancer health check protocol must be %s or %s, got %q", HealthHTTPS, HealthTCP, opts.Health.Protocol)
 	}
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
@@ -430,11 +452,20 @@ func (l *LB) handle(client net.Conn) {
 	if err != nil {
 		// An NLB forwards the client's SYN, so a refused target looks to
 		// the client like a reset; Policy may instead blackhole it.
-		if l.policy.DialFailed(l.stateOf(t.Name), err) == ActionBlackhole {
+		st := l.stateOf(t.Name)
+		if l.policy.DialFailed(st, err) == ActionBlackhole {
 			c.mu.Lock()
 			c.rec.Action = ActionBlackhole
 			c.mu.Unlock()
-			_, _ = io.Copy(io.Discard, client)
+			var hold time.Duration
+			if bh, ok := l.policy.(BlackholeHold); ok {
+				hold = bh.DialHold(st)
+			}
+			if l.discard(client, hold) {
+				// The drop window ended: the target's refusal gets through.
+				l.finish(c, "dial", err, true)
+				return
+			}
 			l.finish(c, "client", err, false)
 			return
 		}
@@ -444,6 +475,7 @@ func (l *LB) handle(client net.Conn) {
 	c.mu.Lock()
 	c.up = up
 	c.mu.Unlock()
+	c.active.Store(time.Now().UnixNano())
 	if l.closed.Load() {
 		l.finish(c, "lb", nil, false)
 		return
@@ -457,6 +489,7 @@ func (l *LB) handle(client net.Conn) {
 		for {
 			k, rerr := src.Read(buf)
 			if k > 0 {
+				c.active.Store(time.Now().UnixNano())
 				c.mu.Lock()
 				*n += int64(k)
 				c.mu.Unlock()
@@ -472,7 +505,27 @@ func (l *LB) handle(client net.Conn) {
 		if first == "" {
 			first = side
 		}
+		firstIsTarget := first == "target"
 		firstMu.Unlock()
+		if side == "target" && firstIsTarget {
+			if tc, ok := l.policy.(TargetCloser); ok {
+				idle := time.Since(time.Unix(0, c.active.Load()))
+				if a, hold := tc.TargetClosed(l.stateOf(t.Name), idle); a == ActionBlackhole {
+					until := time.Now().Add(hold)
+					c.hold.Store(&until)
+					c.mu.Lock()
+					c.rec.Action = ActionBlackhole
+					c.mu.Unlock()
+					// Unblock the client-to-target copy without closing the
+					// client; handle takes over the client from here.
+					_ = client.SetReadDeadline(time.Now())
+					return
+				}
+			}
+		}
+		if side == "client" && c.hold.Load() != nil {
+			return
+		}
 		// Half-close, as TCP through a pass-through LB would propagate FIN.
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite()
@@ -482,7 +535,29 @@ func (l *LB) handle(client net.Conn) {
 	go pipe(up, client, &c.rec.BytesUp, "client")
 	go pipe(client, up, &c.rec.BytesDown, "target")
 	wg.Wait()
+	if held := c.hold.Load(); held != nil {
+		// The target closed while the policy drops its packets: the client
+		// is never told. What it sends goes nowhere until the window ends,
+		// then the (stopped or restarted) target's reset reaches it.
+		if l.discard(client, time.Until(*held)) {
+			l.finish(c, "reset", errors.New("target closed while blackholed"), true)
+			return
+		}
+		l.finish(c, "client", nil, false)
+		return
+	}
 	l.finish(c, first, nil, false)
+}
+
+// discard reads and drops what the client sends until it closes (false) or
+// hold has passed (true); hold 0 waits for the client or the LB's close.
+func (l *LB) discard(client net.Conn, hold time.Duration) bool {
+	if hold > 0 {
+		_ = client.SetReadDeadline(time.Now().Add(hold))
+	}
+	_, err := io.Copy(io.Discard, client)
+	var ne net.Error
+	return hold > 0 && errors.As(err, &ne) && ne.Timeout()
 }
 
 func (l *LB) stateOf(name string) TargetState {
@@ -544,8 +619,12 @@ func (l *LB) checkLoop(name string) {
 	url := "https://" + addr + hc.Path
 	tick := time.NewTicker(hc.Interval)
 	defer tick.Stop()
+	probe := func() (bool, string) { return check(l.ctx, client, url) }
+	if hc.Protocol == HealthTCP {
+		probe = func() (bool, string) { return checkTCP(l.ctx, addr, hc.Timeout) }
+	}
 	for {
-		ok, res := check(l.ctx, client, url)
+		ok, res := probe()
 		if l.ctx.Err() != nil {
 			return
 		}
@@ -574,6 +653,21 @@ func check(ctx context.Context, c *http.Client, url string) (bool, string) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK, fmt.Sprint(resp.StatusCode)
+}
+
+// checkTCP passes when a TCP connection to addr completes within timeout.
+func checkTCP(ctx context.Context, addr string, timeout time.Duration) (bool, string) {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return false, "timeout"
+		}
+		return false, shortErr(err)
+	}
+	_ = c.Close()
+	return true, "connected"
 }
 
 func shortErr(err error) string {

@@ -1,0 +1,176 @@
+package lab
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/repro-tools/repro/lab/lb"
+)
+
+// Knob is one setting of the lab addressable by key (repro's --lab-set
+// key=value and the profiles): every timing and every fault.
+type Knob struct {
+	Key string
+	// Doc says what the knob does, with its unit.
+	Doc string
+	get func(o *Options) string
+	set func(o *Options, v string) error
+}
+
+func durKnob(key, doc string, p func(o *Options) *time.Duration) Knob {
+	return Knob{Key: key, Doc: doc,
+		get: func(o *Options) string { return p(o).String() },
+		set: func(o *Options, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return fmt.Errorf("want a duration >= 0 such as 10s or 500ms")
+			}
+			*p(o) = d
+			return nil
+		}}
+}
+
+func intKnob(key, doc string, p func(o *Options) *int) Knob {
+	return Knob{Key: key, Doc: doc,
+		get: func(o *Options) string { return strconv.Itoa(*p(o)) },
+		set: func(o *Options, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return fmt.Errorf("want a whole number >= 1")
+			}
+			*p(o) = n
+			return nil
+		}}
+}
+
+func boolKnob(key, doc string, p func(o *Options) *bool) Knob {
+	return Knob{Key: key, Doc: doc,
+		get: func(o *Options) string { return strconv.FormatBool(*p(o)) },
+		set: func(o *Options, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("want true or false")
+			}
+			*p(o) = b
+			return nil
+		}}
+}
+
+var knobs = []Knob{
+	durKnob("shutdown-delay", "kube-apiserver --shutdown-delay-duration", func(o *Options) *time.Duration { return &o.ShutdownDelay }),
+	durKnob("grace-period", "SIGKILL this long after SIGTERM", func(o *Options) *time.Duration { return &o.GracePeriod }),
+	durKnob("min-ready-time", "installer's wait after a node is ready before the next", func(o *Options) *time.Duration { return &o.MinReadyTime }),
+	durKnob("probe-interval", "period of the pods' /readyz readiness probe", func(o *Options) *time.Duration { return &o.ProbeInterval }),
+	durKnob("lb-health-interval", "load balancer health check interval", func(o *Options) *time.Duration { return &o.Health.Interval }),
+	durKnob("lb-health-timeout", "load balancer health check timeout", func(o *Options) *time.Duration { return &o.Health.Timeout }),
+	intKnob("lb-healthy-threshold", "passes in a row that put a target in service", func(o *Options) *int { return &o.Health.HealthyThreshold }),
+	intKnob("lb-unhealthy-threshold", "failures in a row that take a target out", func(o *Options) *int { return &o.Health.UnhealthyThreshold }),
+	{Key: "lb-health-check", Doc: "https (GET /readyz, 200 passes) or tcp (a completed connect passes)",
+		get: func(o *Options) string {
+			if o.Health.Protocol == lb.HealthTCP {
+				return "tcp"
+			}
+			return "https"
+		},
+		set: func(o *Options, v string) error {
+			switch strings.ToLower(v) {
+			case "https", "readyz":
+				o.Health.Protocol = lb.HealthHTTPS
+			case "tcp":
+				o.Health.Protocol = lb.HealthTCP
+			default:
+				return fmt.Errorf("want https or tcp")
+			}
+			return nil
+		}},
+	durKnob("lb-late-deregistration", "keep routing new connections to a target this long after it turned unhealthy (0: off)", func(o *Options) *time.Duration { return &o.Faults.LB.LateDeregistration }),
+	boolKnob("lb-reset-on-unhealthy", "reset established connections when their target turns unhealthy", func(o *Options) *bool { return &o.Faults.LB.ResetOnUnhealthy }),
+	durKnob("lb-blackhole", "drop packets to a stopped target this long instead of refusing (0: off)", func(o *Options) *time.Duration { return &o.Faults.LB.Blackhole }),
+	boolKnob("keep-registered", "leave a restarting apiserver registered: the health check alone decides when it takes traffic", func(o *Options) *bool { return &o.Faults.KeepRegistered }),
+	durKnob("etcd-stall", "hold an apiserver's etcd traffic this long after its restart put it back in service (0: off)", func(o *Options) *time.Duration { return &o.Faults.EtcdStall }),
+	durKnob("etcd-stall-after", "start the etcd stall this long after the apiserver is back in service", func(o *Options) *time.Duration { return &o.Faults.EtcdStallAfter }),
+	{Key: "etcd-stall-on", Doc: "nodes whose restart starts an etcd stall, comma-separated (empty: every restart)",
+		get: func(o *Options) string { return strings.Join(o.Faults.EtcdStallOn, ",") },
+		set: func(o *Options, v string) error {
+			o.Faults.EtcdStallOn = nil
+			for _, n := range strings.Split(v, ",") {
+				if n = strings.TrimSpace(n); n != "" {
+					if !strings.HasPrefix(n, "master-") {
+						return fmt.Errorf("want node names such as master-1")
+					}
+					o.Faults.EtcdStallOn = append(o.Faults.EtcdStallOn, n)
+				}
+			}
+			return nil
+		}},
+	boolKnob("etcd-stall-all", "the etcd stall hits every apiserver's link at once (etcd not answering)", func(o *Options) *bool { return &o.Faults.EtcdStallAll }),
+	durKnob("etcd-check-timeout", "kube-apiserver --etcd-healthcheck-timeout and --etcd-readycheck-timeout (0: their 2s default)", func(o *Options) *time.Duration { return &o.Faults.EtcdCheckTimeout }),
+}
+
+// Knobs lists every knob, in a stable order.
+func Knobs() []Knob { return append([]Knob(nil), knobs...) }
+
+// KnobKeys lists every knob's key.
+func KnobKeys() []string {
+	var out []string
+	for _, k := range knobs {
+		out = append(out, k.Key)
+	}
+	return out
+}
+
+// Set sets the knob key to value on o. The error is one line naming the
+// valid keys (bad key) or the expected form (bad value).
+func Set(o *Options, key, value string) error {
+	for _, k := range knobs {
+		if k.Key == key {
+			if err := k.set(o, value); err != nil {
+				return fmt.Errorf("lab setting %s=%q: %v", key, value, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown lab setting %q; valid keys: %s", key, strings.Join(KnobKeys(), ", "))
+}
+
+// SetAll applies "key=value" strings in order.
+func SetAll(o *Options, kvs []string) error {
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("lab setting %q is not key=value; valid keys: %s", kv, strings.Join(KnobKeys(), ", "))
+		}
+		if err := Set(o, strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Settings returns every knob's value in o, by key: the effective lab
+// configuration, for a run's record.
+func Settings(o Options) map[string]string {
+	out := map[string]string{}
+	for _, k := range knobs {
+		out[k.Key] = k.get(&o)
+	}
+	return out
+}
+
+// SortedSettings is Settings as "key=value" lines in key order.
+func SortedSettings(o Options) []string {
+	s := Settings(o)
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k + "=" + s[k]
+	}
+	return out
+}
