@@ -25,7 +25,8 @@ type Faults struct {
 	// not closed towards the client, whose next request goes unanswered.
 	// After Blackhole the target's refusals come through again (a reset).
 	// "Stopped" is the first refused dial, or the first close by the target
-	// of a connection idle for 500 ms or more, after it turned unhealthy.
+	// of a connection it sent nothing on for 500 ms or more, after it
+	// turned unhealthy.
 	Blackhole time.Duration
 }
 
@@ -39,7 +40,7 @@ func (f Faults) Enabled() bool {
 // the client sees that (ActionForward: FIN passes through, the default) or
 // not (ActionBlackhole: the LB holds the client connection open, discards
 // what the client sends, and resets it after hold). idle is how long the
-// connection carried no bytes before the close.
+// target had sent nothing before the close.
 type TargetCloser interface {
 	TargetClosed(t TargetState, idle time.Duration) (action Action, hold time.Duration)
 }

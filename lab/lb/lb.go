@@ -196,7 +196,9 @@ type conn struct {
 	once   sync.Once
 	// hold, once set, is when a blackholed client connection is reset.
 	hold atomic.Pointer[time.Time]
-	// active is when bytes last flowed either way (Unix nanoseconds).
+	// active is when the target last sent bytes (Unix nanoseconds): a
+	// target closing long after its last answer is stopping, one closing
+	// right after it answered "Connection: close".
 	active atomic.Int64
 }
 
@@ -258,7 +260,7 @@ func (l *LB) Close() error {
 		}
 	}
 	for _, c := range l.conns {
-		if c.rec.Action == ActionBlackhole {
+		if c.snapshot().Action == ActionBlackhole {
 			open = append(open, c)
 		}
 	}
@@ -489,7 +491,9 @@ func (l *LB) handle(client net.Conn) {
 		for {
 			k, rerr := src.Read(buf)
 			if k > 0 {
-				c.active.Store(time.Now().UnixNano())
+				if side == "target" {
+					c.active.Store(time.Now().UnixNano())
+				}
 				c.mu.Lock()
 				*n += int64(k)
 				c.mu.Unlock()
