@@ -299,18 +299,19 @@ func TestBrowserLabRun(t *testing.T) {
 // loadTimes is what the page logs once drawn.
 type loadTimes struct {
 	DecodeMs, LoadMs, SinceNavigationMs, Points int
+	DrawMs, RedrawMs                            float64
 }
 
 // measureLoad opens file in headless Chromium in real time (no virtual
 // time budget, which stops the page's clocks) and reads the timings the
 // page logs to the console when it has drawn.
-func measureLoad(t *testing.T, bin, file string) loadTimes {
+func measureLoad(t *testing.T, bin, file, hash string) loadTimes {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--window-size=1500,1250", "--enable-logging=stderr", "--v=0", "file://"+file)
+		"--user-data-dir="+t.TempDir(), "--window-size=1500,1250", "--enable-logging=stderr", "--v=0", "file://"+file+hash)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -326,11 +327,15 @@ func measureLoad(t *testing.T, bin, file string) loadTimes {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		i := strings.Index(line, "repro-report: drawn ")
+		key := "repro-report: drawn "
+		if strings.HasSuffix(hash, "&bench") {
+			key = "repro-report: redraw "
+		}
+		i := strings.Index(line, key)
 		if i < 0 {
 			continue
 		}
-		js := line[i+len("repro-report: drawn "):]
+		js := line[i+len(key):]
 		if j := strings.LastIndex(js, "}"); j >= 0 {
 			js = js[:j+1]
 		}
@@ -388,9 +393,17 @@ func TestBrowserHourRun(t *testing.T) {
 	d := drawn(t, dom)
 	checkDrawn(t, p, d)
 	t.Logf("one-hour run: %s marks drawn at full width; chromium --dump-dom %v", d["points"], took.Round(time.Millisecond))
-	m := measureLoad(t, bin, file)
-	t.Logf("one-hour run in chromium, real time: drawn %d ms after navigation start (inflate+parse %d ms, script total %d ms)",
-		m.SinceNavigationMs, m.DecodeMs, m.LoadMs)
+	m := measureLoad(t, bin, file, "")
+	t.Logf("one-hour run in chromium, real time: drawn %d ms after navigation start (inflate+parse %d ms, script total %d ms; one full-width draw of %d marks %.1f ms)",
+		m.SinceNavigationMs, m.DecodeMs, m.LoadMs, m.Points, m.DrawMs)
+	for _, span := range []int{3600000, 600000, 60000, 5000} {
+		mid := (p.Runs[0].From + p.Runs[0].To) / 3
+		z := measureLoad(t, bin, file, fmt.Sprintf("#t=%d,%d&bench", int(mid), int(mid)+span))
+		t.Logf("  a %d s view: redrawn in %.1f ms", span/1000, z.RedrawMs)
+		if z.RedrawMs > 500 {
+			t.Errorf("a %d s view took %.1f ms to redraw", span/1000, z.RedrawMs)
+		}
+	}
 	if m.SinceNavigationMs > 10000 {
 		t.Errorf("the page took %d ms to draw", m.SinceNavigationMs)
 	}

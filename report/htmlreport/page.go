@@ -121,7 +121,7 @@ func Encode(p *Page) (string, error) {
 		return "", err
 	}
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
 	if _, err := zw.Write(js); err != nil {
 		return "", err
 	}

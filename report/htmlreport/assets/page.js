@@ -120,7 +120,8 @@
         for (const r of page.runs) {
           const row = r.rows.find((x) => x.name === n);
           tr.append(row ? el("td", { class: "num" + (row.disruptedMs ? " bad" : "") },
-            fmtMs(row.disruptedMs) + " in " + row.intervals + (row.intervals ? " (longest " + fmtMs(row.longestMs) + ")" : "") + ", " + row.failures + "/" + row.samples + " failed")
+            (row.intervals ? fmtMs(row.disruptedMs) + " in " + row.intervals + (row.intervals > 1 ? " intervals (longest " + fmtMs(row.longestMs) + ")" : " interval") : "no disruption") +
+            " · " + row.failures + "/" + row.samples + " failed")
             : el("td", { class: "none" }, "-"));
         }
         t.append(tr);
@@ -248,10 +249,11 @@
   // ---------- drawing ----------
   let drawnRecord = null;
   function draw() {
+    const drawStart = performance.now();
     ctx.clearRect(0, 0, W, H);
     ctx.font = "11px system-ui, sans-serif";
     ctx.textBaseline = "middle";
-    const rec = { lanes: [], bars: [], nodes: [], lat: [], marks: 0, points: 0 };
+    const rec = { lanes: [], bars: [], nodes: [], lat: [], marks: 0, points: 0, clusters: 0 };
     // stage shading behind each run's rows
     for (const r of page.runs) {
       for (const s of r.stages) {
@@ -286,6 +288,7 @@
     }
     const span = view.to - view.from;
     $("range").textContent = (page.compare ? rel(view.from) + " … " + rel(view.to) : clock(page.runs[0], view.from, true) + " – " + clock(page.runs[0], view.to, true) + " UTC") + "  (" + fmtMs(span) + " shown)";
+    rec.drawMs = performance.now() - drawStart;
     if (!drawnRecord) { drawnRecord = rec; publish(rec); }
     if (hashReady) {
       try { history.replaceState(null, "", "#t=" + Math.round(view.from) + "," + Math.round(view.to)); } catch (e) { /* file: URLs may refuse */ }
@@ -358,25 +361,37 @@
     const msPerPx = (view.to - view.from) / plotW();
     const pxPerSample = 100 / msPerPx;
     const y0 = row.y + 9, hh = 14;
-    const drawPass = (failed) => {
-      for (let k = v.lo; k < v.hi; k++) {
-        const i = v.idx ? v.idx[k] : k;
-        const c = l.C[i];
-        if ((c !== 0) !== failed) continue;
-        const x = X(l.T[i]);
-        let w = v.idx ? Math.max(1, v.w) : Math.max(1, Math.min(pxPerSample * 0.6, 6));
-        if (failed) w = Math.max(w, 2);
-        ctx.fillStyle = classColor(c);
-        ctx.fillRect(x, y0, w, hh);
-        const dpx = l.D[i] / 10 / msPerPx;
-        if (dpx > 3 && (failed || l.D[i] > 10000)) {
-          ctx.fillRect(x, y0 + hh + 2, dpx, 2);
-        }
-        rec.points++;
-      }
-    };
-    drawPass(false); drawPass(true);
-    let nb = 0, labelEnd = -Infinity;
+    // Successes: one path, touching marks merged into runs (a wide view
+    // of a healthy lane is a few rectangles). Failures on top, each drawn.
+    const sw = v.idx ? Math.max(1, v.w) : Math.max(1, Math.min(pxPerSample * 0.6, 6));
+    ctx.beginPath();
+    let runX = NaN, runEnd = NaN;
+    for (let k = v.lo; k < v.hi; k++) {
+      const i = v.idx ? v.idx[k] : k;
+      if (l.C[i] !== 0) continue;
+      const x = X(l.T[i]);
+      rec.points++;
+      if (x <= runEnd + 0.75) { runEnd = Math.max(runEnd, x + sw); continue; }
+      if (runX === runX) ctx.rect(runX, y0, runEnd - runX, hh);
+      runX = x; runEnd = x + sw;
+    }
+    if (runX === runX) ctx.rect(runX, y0, runEnd - runX, hh);
+    ctx.fillStyle = OK;
+    ctx.fill();
+    for (let k = v.lo; k < v.hi; k++) {
+      const i = v.idx ? v.idx[k] : k;
+      const c = l.C[i];
+      if (c === 0 && l.D[i] <= 10000) continue;
+      const x = X(l.T[i]);
+      ctx.fillStyle = classColor(c);
+      if (c !== 0) { ctx.fillRect(x, y0, Math.max(sw, 2), hh); rec.points++; }
+      const dpx = l.D[i] / 10 / msPerPx;
+      if (dpx > 3) ctx.fillRect(x, y0 + hh + 2, dpx, 2);
+    }
+    // Bars first, then labels on top. Bars closer than 10 px form a
+    // cluster labelled with its count and total; a lone bar gets its own
+    // length. Zooming in separates clusters into single labelled bars.
+    const shown = [];
     for (const b of l.bars) {
       const x1 = X(b.from), x2 = X(b.to);
       if (x2 < GUTTER || x1 > W - RIGHT) continue;
@@ -385,24 +400,34 @@
       ctx.strokeStyle = b.outage ? "#777" : "#c62828";
       ctx.lineWidth = 1.5;
       ctx.fillRect(x1, row.y + 2, w, row.h - 4); ctx.strokeRect(x1, row.y + 2, w, row.h - 4);
-      const label = b.outage ? "DNS outage " + barLabel(b.ms) : barLabel(b.ms);
-      ctx.font = "bold 11px system-ui, sans-serif";
+      shown.push({ b, x1, x2: x1 + w });
+    }
+    ctx.font = "bold 11px system-ui, sans-serif";
+    let labelEnd = -Infinity;
+    for (let a = 0; a < shown.length;) {
+      let z = a;
+      while (z + 1 < shown.length && shown[z + 1].x1 - shown[z].x2 < 10 && !shown[z + 1].b.outage && !shown[a].b.outage) z++;
+      const group = shown.slice(a, z + 1);
+      const x1 = group[0].x1, x2 = group[group.length - 1].x2, w = x2 - x1;
+      const one = group.length === 1, b0 = group[0].b;
+      const total = group.reduce((acc, g) => acc + g.b.ms, 0);
+      const label = one ? (b0.outage ? "DNS outage " + barLabel(b0.ms) : barLabel(b0.ms)) : group.length + " gaps, " + barLabel(total);
       const tw = ctx.measureText(label).width;
-      const inside = tw + 6 < w;
-      const lx = inside ? x1 + (w - tw) / 2 : x2 + 4;
-      // Labels that would overlap the previous one are left out (hover or
-      // zoom shows them); the bar itself is always drawn.
+      const lx = one && tw + 6 < w ? x1 + (w - tw) / 2 : x2 + 4;
       const labelled = lx - 2 > labelEnd;
       if (labelled) {
-        ctx.fillStyle = "rgba(255,255,255,0.85)"; ctx.fillRect(lx - 2, row.y + 3, tw + 4, 12);
-        ctx.fillStyle = b.outage ? "#555" : "#b71c1c";
+        ctx.fillStyle = "#ffffff"; ctx.fillRect(lx - 2, row.y + 3, tw + 4, 12);
+        ctx.fillStyle = b0.outage ? "#555" : "#b71c1c";
         ctx.fillText(label, lx, row.y + 9);
         labelEnd = lx + tw + 2;
       }
-      ctx.font = "11px system-ui, sans-serif";
-      rec.bars.push({ lane: l.name, run: row.run.label, ms: b.ms, label, labelled, outage: !!b.outage });
-      nb++;
+      for (const g of group) {
+        rec.bars.push({ lane: l.name, run: row.run.label, ms: g.b.ms, label: g.b.outage ? "DNS outage " + barLabel(g.b.ms) : barLabel(g.b.ms), labelled: labelled && one, outage: !!g.b.outage });
+      }
+      if (labelled && !one) rec.clusters++;
+      a = z + 1;
     }
+    ctx.font = "11px system-ui, sans-serif";
     rec.lanes.push({ name: l.name, run: row.run.label, samples: l.T.length, drawn: v.idx ? "level" : "all" });
   }
   function drawNode(row, rec) {
@@ -470,16 +495,25 @@
       ctx.fillStyle = "rgba(198,40,40,0.10)"; ctx.fillRect(x1, row.y, Math.max(2, x2 - x1), row.h);
     }
     let n = 0;
+    const lo = Math.log10(0.5), span = Math.log10(row.max) - lo, base = row.y + row.h - 4, hgt = row.h - 10;
     for (const l of row.lanes) {
       const v = visible(l);
-      const col = CONN_COLORS[l.connection] || "#555";
+      ctx.beginPath();
+      const failed = [];
       for (let k = v.lo; k < v.hi; k++) {
         const i = v.idx ? v.idx[k] : k;
+        if (l.C[i] !== 0) { failed.push(i); continue; }
+        const y = base - (Math.log10(Math.max(0.5, l.D[i] / 10)) - lo) / span * hgt;
+        ctx.rect(X(l.T[i]) - 1, y - 1, 2, 2);
+        n++;
+      }
+      ctx.fillStyle = CONN_COLORS[l.connection] || "#555";
+      ctx.fill();
+      ctx.lineWidth = 1.5;
+      for (const i of failed) {
         const x = X(l.T[i]), y = latY(row, l.D[i] / 10);
-        if (l.C[i] !== 0) {
-          ctx.strokeStyle = classColor(l.C[i]); ctx.lineWidth = 1.5;
-          ctx.beginPath(); ctx.moveTo(x - 3, y - 3); ctx.lineTo(x + 3, y + 3); ctx.moveTo(x + 3, y - 3); ctx.lineTo(x - 3, y + 3); ctx.stroke();
-        } else { ctx.fillStyle = col; ctx.fillRect(x - 1, y - 1, 2, 2); }
+        ctx.strokeStyle = classColor(l.C[i]);
+        ctx.beginPath(); ctx.moveTo(x - 3, y - 3); ctx.lineTo(x + 3, y + 3); ctx.moveTo(x + 3, y - 3); ctx.lineTo(x - 3, y + 3); ctx.stroke();
         n++;
       }
     }
@@ -494,6 +528,7 @@
     d.dataset.bars = rec.bars.length;
     d.dataset.barLabels = rec.bars.map((b) => (page.compare ? b.run + "/" : "") + b.lane + "=" + b.label).join("|");
     d.dataset.barsLabelled = rec.bars.filter((b) => b.labelled).length;
+    d.dataset.clustersLabelled = rec.clusters;
     d.dataset.view = Math.round(view.from) + "," + Math.round(view.to);
     d.dataset.nodeLanes = rec.nodes.length;
     d.dataset.nodeNames = rec.nodes.map((n) => n.node + ":" + n.spans).join("|");
@@ -501,10 +536,11 @@
     d.dataset.latencyPlots = rec.lat.length;
     d.dataset.points = rec.points;
     d.dataset.decodeMs = Math.round(decoded - started);
+    d.dataset.drawMs = rec.drawMs.toFixed(1);
     d.dataset.loadMs = Math.round(performance.now() - started);
     d.dataset.sinceNavigationMs = Math.round(performance.now());
     d.dataset.ready = "1";
-    console.log("repro-report: drawn " + JSON.stringify({ decodeMs: +d.dataset.decodeMs, loadMs: +d.dataset.loadMs, sinceNavigationMs: +d.dataset.sinceNavigationMs, points: rec.points }));
+    console.log("repro-report: drawn " + JSON.stringify({ decodeMs: +d.dataset.decodeMs, loadMs: +d.dataset.loadMs, sinceNavigationMs: +d.dataset.sinceNavigationMs, drawMs: +d.dataset.drawMs, points: rec.points }));
     status.textContent = page.runs.reduce((a, r) => a + r.lanes.reduce((b, l) => b + l.T.length, 0), 0).toLocaleString("en") + " samples, drawn in " + d.dataset.loadMs + " ms";
   }
 
@@ -695,7 +731,7 @@
   }
   // A view can be linked: report.html#t=FROM,TO (ms from the run's zero).
   let hashReady = false;
-  const hm = /^#t=(-?[\d.]+),(-?[\d.]+)$/.exec(location.hash);
+  const hm = /^#t=(-?[\d.]+),(-?[\d.]+)(&bench)?$/.exec(location.hash);
   if (hm) { view.from = +hm[1]; view.to = +hm[2]; }
   buildTables();
   resize();
@@ -703,4 +739,12 @@
   const sm = /^#sample=(.+:\d+)$/.exec(decodeURIComponent(location.hash));
   if (sm) showSample(sm[1]);
   else hashReady = true;
+  // #t=FROM,TO&bench: time redraws of that view (for the page's figures).
+  if (hm && hm[3]) {
+    const n = 10, t1 = performance.now();
+    for (let k = 0; k < n; k++) draw();
+    const ms = (performance.now() - t1) / n;
+    $("drawn").dataset.redrawMs = ms.toFixed(1);
+    console.log("repro-report: redraw " + JSON.stringify({ redrawMs: ms }));
+  }
 })();
