@@ -1,0 +1,348 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/repro-tools/repro/lab"
+	"github.com/repro-tools/repro/prober"
+	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/results"
+)
+
+// The fault profiles, end to end: each runs one real rollout on the lab with
+// `repro run --lab-profile P` (so the flags are exercised as a user types
+// them) and holds the measured disruption against what the injected
+// mechanism predicts. They live here, next to the other binary-driven lab
+// runs, because they need the built repro and its results folder.
+//
+// Short runs: baseline 3 s, cool-down 5 s, --min-ready-time 2 s, one
+// iteration: about 60-75 s each.
+
+// profileRun is one measured rollout on a profile.
+type profileRun struct {
+	dir    string
+	a      *report.Analysis
+	faults []lab.FaultEvent
+	places []report.Placement
+}
+
+func runProfile(t *testing.T, profile string, extra ...string) profileRun {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs a lab rollout")
+	}
+	labDir, labArgs := labDirArgs(t)
+	out := filepath.Join(t.TempDir(), "results")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	args := append([]string{"run", "--scenario", "apiserver-rollout", "--out", out, "--lab-profile", profile,
+		"--baseline", "3s", "--cool-down", "5s", "--min-ready-time", "2s"}, labArgs...)
+	started := time.Now()
+	res := repro(t, ctx, append(args, extra...)...)
+	t.Logf("%s: run took %s", profile, time.Since(started).Round(time.Second))
+	noLabProcesses(t, labDir)
+	if res.code != 0 {
+		t.Fatalf("exit %d, want 0", res.code)
+	}
+	r := readRun(t, out)
+	var settings struct {
+		Profile string            `json:"profile"`
+		Knobs   map[string]string `json:"knobs"`
+	}
+	remarshal(t, r.Extra["lab"], &settings)
+	if settings.Profile != profile || len(settings.Knobs) != len(lab.KnobKeys()) {
+		t.Fatalf("run.json lab settings: %+v, want profile %s and every knob", settings, profile)
+	}
+	pr := profileRun{dir: out}
+	remarshal(t, r.Extra["labFaults"], &pr.faults)
+	var err error
+	if pr.a, err = report.LoadSamples(filepath.Join(out, results.SamplesFile)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, report.PlacementsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pf struct {
+		Placements []report.Placement `json:"placements"`
+	}
+	if err := json.Unmarshal(b, &pf); err != nil {
+		t.Fatal(err)
+	}
+	pr.places = pf.Placements
+	for _, p := range pr.a.Pollers {
+		t.Logf("%-34s failures %3d disrupted %6dms classes %v", p.Name, p.Failures, p.Disrupted.Milliseconds(), p.Classes)
+	}
+	for _, p := range pr.places {
+		t.Logf("  %s %s %dms %s served by %s", p.Name, p.Class, int(p.DurationMs), p.Where, p.ServedBy)
+	}
+	return pr
+}
+
+func remarshal(t *testing.T, in, out any) {
+	t.Helper()
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+}
+
+// interval is the prober's default poll interval: a failure interval can
+// only be measured to within it.
+const interval = prober.DefaultInterval
+
+// onlyClasses fails when any poller failed with a class outside allowed.
+func onlyClasses(t *testing.T, pr profileRun, allowed ...prober.ErrorClass) {
+	t.Helper()
+	for _, p := range pr.a.Pollers {
+		for c, n := range p.Classes {
+			ok := false
+			for _, a := range allowed {
+				ok = ok || c == a
+			}
+			if !ok {
+				t.Errorf("%s: %d failures of class %s, the mechanism predicts only %v", p.Name, n, c, allowed)
+			}
+		}
+	}
+}
+
+// servedByRolledNode fails when a failed request went to an apiserver other
+// than the node being rolled at that moment: these mechanisms act on the
+// rolled node's traffic only.
+func servedByRolledNode(t *testing.T, pr profileRun) {
+	t.Helper()
+	for _, p := range pr.places {
+		if p.ServedBy == "" || p.Node == "" {
+			continue
+		}
+		for _, part := range strings.Split(p.ServedBy, ",") {
+			if !strings.HasPrefix(strings.TrimSpace(part), p.Node) {
+				t.Errorf("%s at %s: failed requests went to %s, not only to the rolled %s", p.Name, p.From.Format("15:04:05.000"), p.ServedBy, p.Node)
+			}
+		}
+	}
+}
+
+func TestProfileHealthy(t *testing.T) {
+	pr := runProfile(t, "healthy")
+	for _, p := range pr.a.Pollers {
+		// Tolerance: one poll interval per poller. The lab can catch a
+		// reused request in the instant the old apiserver stops listening
+		// (its 429 "shutting down", Connection: close); nothing longer has
+		// a cause on the healthy lab.
+		if p.Disrupted > interval+interval/2 || p.Classes[prober.ClassHeaderTimeout] > 0 {
+			t.Errorf("%s: %v disrupted (%v) on the healthy profile", p.Name, p.Disrupted, p.Classes)
+		}
+	}
+}
+
+func TestProfileAWS417Regression(t *testing.T) {
+	pr := runProfile(t, "aws-4.17-regression")
+	if len(pr.faults) != 1 || len(pr.faults[0].Nodes) != 3 || pr.faults[0].To.IsZero() {
+		t.Fatalf("fault windows %+v, want one stall of all three links", pr.faults)
+	}
+	f := pr.faults[0]
+	// Requests sent in the first (stall - header timeout) of the stall are
+	// not answered before the prober's 12 s header timeout; later ones are
+	// answered late (successes). Slack: -1 poll interval (the interval
+	// starts at a send tick), +1 s for the apiserver's etcd client to
+	// resume after the hold (measured 0.2-0.7 s).
+	header := prober.DefaultProbeTimeout * 4 / 5
+	want := f.To.Sub(f.From) - header
+	lo, hi := want-interval, want+time.Second
+	for _, p := range pr.a.Pollers {
+		ht := time.Duration(0)
+		for _, iv := range pr.a.Intervals {
+			if iv.Name == p.Name && iv.Class == prober.ClassHeaderTimeout {
+				ht += iv.Duration()
+				if iv.From.Before(f.From.Add(-interval)) || iv.From.After(f.From.Add(2*interval)) {
+					t.Errorf("%s: header timeouts from %s, the stall began at %s", p.Name, iv.From.Format("15:04:05.000"), f.From.Format("15:04:05.000"))
+				}
+			}
+		}
+		if ht < lo || ht > hi {
+			t.Errorf("%s: %v of header timeouts, the stall of %v predicts %v (%v..%v)", p.Name, ht, f.To.Sub(f.From).Round(time.Millisecond), want.Round(time.Millisecond), lo.Round(time.Millisecond), hi.Round(time.Millisecond))
+		}
+		// The field's 4-7 s.
+		if ht < 4*time.Second || ht > 7*time.Second {
+			t.Errorf("%s: %v of header timeouts, outside the field's 4-7 s", p.Name, ht)
+		}
+	}
+	// Besides the stall's header timeouts: at most the healthy lab's
+	// instant at a listener's close (see TestProfileHealthy).
+	onlyClasses(t, pr, prober.ClassHeaderTimeout, prober.ClassHTTP429)
+}
+
+func TestProfileEtcdStall(t *testing.T) {
+	pr := runProfile(t, "etcd-stall")
+	if len(pr.faults) != 1 || pr.faults[0].Node != "master-1" || len(pr.faults[0].Nodes) != 1 {
+		t.Fatalf("fault windows %+v, want one stall of master-1's link", pr.faults)
+	}
+	f := pr.faults[0]
+	window := f.To.Sub(f.From) - prober.DefaultProbeTimeout*4/5
+	newFailures := int64(0)
+	for _, p := range pr.a.Pollers {
+		if p.Connection == prober.NewConnections {
+			newFailures += p.Classes[prober.ClassHeaderTimeout]
+		}
+		// Only master-1's share of the requests fails, so no poller can
+		// lose more than the window plus the etcd client's resume (1 s).
+		if p.Disrupted > window+time.Second {
+			t.Errorf("%s: %v disrupted, more than the %v window", p.Name, p.Disrupted, window)
+		}
+	}
+	for _, iv := range pr.a.Intervals {
+		if iv.Class == prober.ClassHeaderTimeout && (iv.From.Before(f.From.Add(-interval)) || iv.From.After(f.From.Add(window+time.Second))) {
+			t.Errorf("%s: header timeout at %s outside the stall's %s + %v", iv.Name, iv.From.Format("15:04:05.000"), f.From.Format("15:04:05.000"), window)
+		}
+	}
+	// New connections keep being routed to master-1 (the LB keeps it in
+	// service): in 4 s the three new-connection pollers send ~120 requests,
+	// a third of them to master-1.
+	if newFailures < 10 {
+		t.Errorf("%d header timeouts on new connections, want the LB to have kept sending them to the stalled master-1", newFailures)
+	}
+	for _, p := range pr.places {
+		if p.Class == string(prober.ClassHeaderTimeout) && !strings.HasPrefix(p.ServedBy, "master-1") {
+			t.Errorf("%s: header timeouts served by %q, want master-1", p.Name, p.ServedBy)
+		}
+	}
+	onlyClasses(t, pr, prober.ClassHeaderTimeout, prober.ClassHTTP429)
+}
+
+// refusals are what a client sees of a connection the LB sent to a port
+// that refuses: the reset cuts the TLS handshake or the request.
+var refusals = []prober.ErrorClass{prober.ClassReset, prober.ClassEOF, prober.ClassTLS, prober.ClassConnectRefused}
+
+func TestProfileLateDeregistration(t *testing.T) {
+	pr := runProfile(t, "late-deregistration")
+	// Routed to the rolled node between its listener closing (10 s after
+	// SIGTERM) and 11 s after the LB marked it unhealthy (1-2 s after
+	// SIGTERM): at most 3 s per node, 1-2 s typically, and only a share of
+	// the requests; its successor may already answer 503 or 429.
+	onlyClasses(t, pr, append(refusals, prober.ClassHTTP5xx, prober.ClassHTTP429)...)
+	servedByRolledNode(t, pr)
+	total := int64(0)
+	for _, p := range pr.a.Pollers {
+		total += p.Failures
+		if p.Disrupted > 3*(3*time.Second+interval) {
+			t.Errorf("%s: %v disrupted, more than three nodes' late windows", p.Name, p.Disrupted)
+		}
+	}
+	if total == 0 {
+		t.Error("no failure: late routing to a stopped apiserver must show")
+	}
+}
+
+func TestProfileResetOnUnhealthy(t *testing.T) {
+	pr := runProfile(t, "reset-on-unhealthy")
+	// New connections are not established when the target turns unhealthy:
+	// untouched. Reused ones are reset between requests, and net/http retries
+	// a GET whose reused connection dies before an answer: at most one
+	// failed request per reused poller per rolled node (three), plus the
+	// healthy lab's instant at a listener's close.
+	for _, p := range pr.a.Pollers {
+		limit := int64(1)
+		if p.Connection == prober.ReusedConnections {
+			limit = 3 + 1
+		}
+		if p.Failures > limit {
+			t.Errorf("%s: %d failures, the mechanism predicts at most %d", p.Name, p.Failures, limit)
+		}
+	}
+	onlyClasses(t, pr, prober.ClassReset, prober.ClassEOF, prober.ClassHTTP429)
+	// The mechanism acted: the LB reset established connections.
+	recs := readLBResets(t, pr.dir)
+	if recs == 0 {
+		t.Error("the load balancer reset no connection on an unhealthy transition")
+	}
+}
+
+// readLBResets counts connections the LB closed with a reset on a health
+// transition.
+func readLBResets(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	if _, err := results.ReadJSONL(filepath.Join(dir, report.LBRecordsFile), func(line []byte) error {
+		var e struct {
+			Event    string `json:"event"`
+			ClosedBy string `json:"closedBy"`
+		}
+		if err := json.Unmarshal(line, &e); err != nil {
+			return err
+		}
+		if e.Event == "close" && e.ClosedBy == "reset" {
+			n++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestProfileBlackhole(t *testing.T) {
+	pr := runProfile(t, "blackhole")
+	// A reused connection the stopping apiserver closed is kept open towards
+	// the client: its next request times out waiting for headers. New
+	// connections late-routed there go unanswered in the TLS handshake, or
+	// are reset when the 15 s window ends.
+	onlyClasses(t, pr, append(refusals, prober.ClassHeaderTimeout, prober.ClassHTTP5xx, prober.ClassHTTP429)...)
+	servedByRolledNode(t, pr)
+	ht := int64(0)
+	for _, p := range pr.a.Pollers {
+		if p.Connection == prober.ReusedConnections {
+			ht += p.Classes[prober.ClassHeaderTimeout]
+		} else if p.Classes[prober.ClassHeaderTimeout] > 0 {
+			t.Errorf("%s: header timeouts on new connections, which a blackhole cannot give (the apiserver never saw them)", p.Name)
+		}
+	}
+	if ht == 0 {
+		t.Error("no header timeout on reused connections: the closed connections were not blackholed")
+	}
+}
+
+func TestProfileShortShutdownDelay(t *testing.T) {
+	pr := runProfile(t, "short-shutdown-delay")
+	// Refused between the listener closing (at SIGTERM) and the LB's
+	// verdict (2 checks, 1-3 s): at most 3 s per node, a share of requests.
+	onlyClasses(t, pr, append(refusals, prober.ClassHTTP429)...)
+	servedByRolledNode(t, pr)
+	total := int64(0)
+	for _, p := range pr.a.Pollers {
+		total += p.Failures
+		if p.Disrupted > 3*(3*time.Second+interval) {
+			t.Errorf("%s: %v disrupted, more than three detection windows", p.Name, p.Disrupted)
+		}
+	}
+	if total == 0 {
+		t.Error("no failure: connections routed to an apiserver that stopped listening must show")
+	}
+}
+
+func TestProfileEarlyHealthy(t *testing.T) {
+	pr := runProfile(t, "early-healthy")
+	// A restarted apiserver takes traffic from its first accepted connect:
+	// 503 before ready, 429 while CRD storage initialises; and, checked by
+	// TCP, the stopping one takes traffic after its listener closed until
+	// two connects fail (resets).
+	onlyClasses(t, pr, append(refusals, prober.ClassHTTP5xx, prober.ClassHTTP429)...)
+	servedByRolledNode(t, pr)
+	total := int64(0)
+	for _, p := range pr.a.Pollers {
+		total += p.Failures
+	}
+	if total == 0 {
+		t.Error("no failure: an apiserver in service before it can answer must show")
+	}
+}
