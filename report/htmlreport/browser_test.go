@@ -91,6 +91,9 @@ func drawn(t *testing.T, dom string) map[string]string {
 	for _, a := range attrRE.FindAllStringSubmatch(tag, -1) {
 		m[a[1]] = html.UnescapeString(a[2])
 	}
+	if m["error"] != "" {
+		t.Fatalf("the page failed: %s", m["error"])
+	}
 	if m["ready"] != "1" {
 		t.Fatalf("the page did not finish drawing: %s", tag)
 	}
@@ -408,4 +411,31 @@ func TestBrowserHourRun(t *testing.T) {
 		t.Errorf("the page took %d ms to draw", m.SinceNavigationMs)
 	}
 	chromium(t, bin, file, "", "--screenshot="+filepath.Join(artifacts(t), "hour-report.png"))
+}
+
+// TestBrowserProbeFolder opens the page of a folder with samples only (a
+// probe against a cluster: no rollout, no load balancer records, no
+// run.json): lanes and bars, no node lanes, nothing broken.
+func TestBrowserProbeFolder(t *testing.T) {
+	bin := needBrowser(t)
+	dir := t.TempDir()
+	synthetic(t, dir, 2*time.Minute, standardGaps(2*time.Minute))
+	for _, f := range []string{"events.jsonl", "lb-connections.jsonl", "run.json"} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := report.Rebuild(dir); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, report.HTMLFile)
+	p := readPage(t, file)
+	if r := p.Runs[0]; len(r.Nodes) != 0 || len(r.Stages) != 0 || len(r.Servers) != 0 {
+		t.Errorf("probe folder: nodes %v stages %v servers %v", r.Nodes, r.Stages, r.Servers)
+	}
+	d := drawn(t, mustDOM(t, bin, file, ""))
+	checkDrawn(t, p, d)
+	if d["lanes"] != "6" || d["bars"] != "3" || d["node-lanes"] != "0" {
+		t.Errorf("drawn %v", d)
+	}
 }

@@ -387,7 +387,7 @@ func BuildRun(in *Run, classes []string, t0 time.Time) (*RunData, error) {
 	} else {
 		zero = t0.UnixMilli()
 	}
-	out := &RunData{Label: in.Label, T0: zero, Servers: servers, Errors: errors,
+	out := &RunData{Label: in.Label, T0: zero, Servers: servers, Errors: errors, Stages: []Band{}, Marks: []Mark{}, Rows: []SummaryRow{},
 		From: float64(first)/1000 - float64(zero), To: float64(last)/1000 - float64(zero)}
 	if out.Servers == nil {
 		out.Servers = []string{}

@@ -5,6 +5,13 @@
   const started = performance.now();
   const $ = (id) => document.getElementById(id);
   const status = $("status");
+  const fail = (msg) => {
+    status.textContent = "the page failed: " + msg;
+    status.className = "error";
+    $("drawn").dataset.error = String(msg);
+  };
+  window.addEventListener("error", (e) => fail(e.message + " at line " + e.lineno));
+  window.addEventListener("unhandledrejection", (e) => fail(e.reason && e.reason.stack || e.reason));
 
   const CLASS_COLORS = {
     "header-timeout": "#d62728", "connect-refused": "#ff7f0e", "connect-timeout": "#e377c2",
