@@ -43,8 +43,8 @@ var profiles = []Profile{
 	},
 	{
 		Name: "blackhole",
-		Models: "Packets between the LB and a stopped apiserver are dropped for 15 s instead of refused; with late routing (11 s, as OCPBUGS-86789) the LB still sends new connections there. A reused connection the stopping apiserver closed is not closed towards the client: " +
-			"its next request goes unanswered (header timeout, 12 s). A new connection's TLS handshake goes unanswered (TLS handshake timeout, not a header timeout: the apiserver never saw it).",
+		Models: "Packets between the LB and a stopped apiserver are dropped for 15 s instead of refused; with late routing (11 s, as OCPBUGS-86789) the LB still sends new connections there. A new connection's TLS handshake goes unanswered (TLS handshake timeout, not a header timeout: the apiserver never saw it). " +
+			"A keep-alive connection the stopped apiserver closed is not closed towards the client (its next request would time out on headers), but kube-apiserver answers Connection: close while it drains, so HTTP/1.1 pollers have left it before it stops.",
 		Source:   "DESIGN.md ('timeout awaiting response headers': packets lost between LB and target); OCPBUGS-86789 for the routing",
 		Settings: []string{"lb-blackhole=15s", "lb-late-deregistration=11s"},
 	},

@@ -25,7 +25,7 @@ type Faults struct {
 	// not closed towards the client, whose next request goes unanswered.
 	// After Blackhole the target's refusals come through again (a reset).
 	// "Stopped" is the first refused dial, or the first close by the target
-	// of a connection it sent nothing on for 500 ms or more, after it
+	// of a connection it sent nothing on for 20 ms or more, after it
 	// turned unhealthy.
 	Blackhole time.Duration
 }
@@ -125,8 +125,11 @@ func (p *faulty) DialFailed(t TargetState, _ error) Action {
 
 // stopIdle tells a target that stopped from one that answered a
 // "Connection: close" request: a stopping server closes keep-alive
-// connections that sat idle, an answering one closes right after its answer.
-const stopIdle = 500 * time.Millisecond
+// connections that sat idle, an answering one closes right after its answer
+// (well under a millisecond on loopback). A poller every 100 ms leaves its
+// connection idle 90 ms or more between answers, so the threshold must stay
+// well below that.
+const stopIdle = 20 * time.Millisecond
 
 func (p *faulty) TargetClosed(t TargetState, idle time.Duration) (Action, time.Duration) {
 	if t.Healthy || idle < stopIdle {
