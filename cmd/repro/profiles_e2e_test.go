@@ -34,6 +34,12 @@ type profileRun struct {
 
 func runProfile(t *testing.T, profile string, extra ...string) profileRun {
 	t.Helper()
+	return runProfileExit(t, profile, 0, extra...)
+}
+
+// runProfileExit is runProfile for a run expected to exit with wantCode.
+func runProfileExit(t *testing.T, profile string, wantCode int, extra ...string) profileRun {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("runs a lab rollout")
 	}
@@ -47,8 +53,8 @@ func runProfile(t *testing.T, profile string, extra ...string) profileRun {
 	res := repro(t, ctx, append(args, extra...)...)
 	t.Logf("%s: run took %s", profile, time.Since(started).Round(time.Second))
 	noLabProcesses(t, labDir)
-	if res.code != 0 {
-		t.Fatalf("exit %d, want 0", res.code)
+	if res.code != wantCode {
+		t.Fatalf("exit %d, want %d", res.code, wantCode)
 	}
 	r := readRun(t, out)
 	var settings struct {
@@ -129,19 +135,6 @@ func servedByRolledNode(t *testing.T, pr profileRun) {
 			if !strings.HasPrefix(strings.TrimSpace(part), p.Node) {
 				t.Errorf("%s at %s: failed requests went to %s, not only to the rolled %s", p.Name, p.From.Format("15:04:05.000"), p.ServedBy, p.Node)
 			}
-		}
-	}
-}
-
-func TestProfileHealthy(t *testing.T) {
-	pr := runProfile(t, "healthy")
-	for _, p := range pr.a.Pollers {
-		// Tolerance: one poll interval per poller. The lab can catch a
-		// reused request in the instant the old apiserver stops listening
-		// (its 429 "shutting down", Connection: close); nothing longer has
-		// a cause on the healthy lab.
-		if p.Disrupted > interval+interval/2 || p.Classes[prober.ClassHeaderTimeout] > 0 {
-			t.Errorf("%s: %v disrupted (%v) on the healthy profile", p.Name, p.Disrupted, p.Classes)
 		}
 	}
 }
@@ -320,8 +313,18 @@ func TestProfileBlackhole(t *testing.T) {
 	}
 }
 
+// TestProfileShortShutdownDelay also proves --max-disruption: the gap is
+// real and short, so a 1 ms limit must fail the run with exit 3 and a
+// failing junit case.
 func TestProfileShortShutdownDelay(t *testing.T) {
-	pr := runProfile(t, "short-shutdown-delay")
+	pr := runProfileExit(t, "short-shutdown-delay", exitOverLimit, "--max-disruption", "1ms")
+	junit, err := os.ReadFile(filepath.Join(pr.dir, report.JUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(junit), "<failure") {
+		t.Errorf("junit.xml has no failing test case:\n%s", junit)
+	}
 	// Refused between the listener closing (at SIGTERM) and the LB's
 	// verdict (2 checks, 1-3 s): at most 3 s per node, a share of requests.
 	onlyClasses(t, pr, append(refusals, prober.ClassHTTP429)...)
