@@ -256,8 +256,11 @@ func TestBrowserLabRun(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 		defer cancel()
-		run := exec.CommandContext(ctx, exe, "run", "--scenario", "apiserver-rollout", "--shutdown-delay", "1ms",
-			"--lb-health-interval", "4s", "--out", dir)
+		// --lab: never the developer's own cluster, whatever kubeconfig is
+		// around. The short-shutdown-delay profile gives real, short gaps
+		// on new connections in a short rollout.
+		run := exec.CommandContext(ctx, exe, "run", "--scenario", "apiserver-rollout", "--lab",
+			"--lab-profile", "short-shutdown-delay", "--baseline", "3s", "--cool-down", "3s", "--min-ready-time", "2s", "--out", dir)
 		run.Dir = t.TempDir()
 		start := time.Now()
 		out, err := run.CombinedOutput()
