@@ -98,6 +98,8 @@ Exit codes: 0 done within limits, 3 disruption over --max-disruption,
 	f.StringSliceVar(&ro.backends, "backends", prober.DefaultBackendNames, "backends to poll: "+strings.Join(prober.BackendNames(), ", "))
 	f.BoolVar(&ro.http2, "http2", false, "negotiate HTTP/2 (default HTTP/1.1, like origin's sampler)")
 	ro.lab.bind(cmd)
+	// A run keeps the load balancer's records in its results folder.
+	_ = cmd.Flags().MarkHidden("lb-records")
 	_ = cmd.MarkFlagRequired("scenario")
 	return cmd
 }
@@ -175,7 +177,11 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	var rc *rest.Config
 	var theLab *lab.Lab
 	if onLab {
-		fmt.Fprintln(out, "no kubeconfig given: starting the lab (3 real kube-apiservers behind an NLB-like load balancer)")
+		why := "no kubeconfig given"
+		if ro.useLab {
+			why = "--lab"
+		}
+		fmt.Fprintf(out, "%s: starting the lab (%d real kube-apiservers behind an NLB-like load balancer)\n", why, labOpts.Nodes)
 		opts := labOpts
 		opts.Logger = log.Named("lab")
 		opts.BuildProgress = os.Stderr
