@@ -264,7 +264,7 @@ func WritePlacements(w io.Writer, a *Analysis, tl *Timeline, ps []Placement) err
 	if groups := groupPlacements(ps); len(groups) > 0 {
 		b.WriteString("\nDisruption by node and phase:\n")
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  ITERATION\tNODE\tPHASE\tINTERVALS\tDISRUPTED\tFROM\tTO\tBACKEND-CONNECTIONS\tERROR CLASSES")
+		fmt.Fprintln(tw, "  ITERATION\tNODE\tPHASE\tINTERVALS\tDISRUPTED (SUM OVER POLLERS)\tFROM\tTO\tBACKEND-CONNECTIONS\tERROR CLASSES")
 		for _, g := range groups {
 			it := "-"
 			if g.iteration > 0 {
