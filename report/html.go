@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/repro-tools/repro/prober"
@@ -18,12 +17,10 @@ import (
 // and the summary, with script, style and data embedded (no network).
 const HTMLFile = htmlreport.FileName
 
-// htmlRun gathers what the page needs of one results folder.
-func htmlRun(f *results.Folder, label string, run *results.Run, a *Analysis, tl *Timeline) (*htmlreport.Run, error) {
-	sb, err := loadServedBy(f)
-	if err != nil {
-		return nil, err
-	}
+// htmlRun gathers what the page needs of one results folder; ps are its
+// intervals' placements in the rollout (none without a timeline).
+func htmlRun(d *folderData, label string, ps []Placement) (*htmlreport.Run, error) {
+	f, run, a, tl, sb := d.folder, d.run, d.analysis, d.timeline, d.servedBy
 	in := &htmlreport.Run{
 		Label:         label,
 		Info:          run,
@@ -58,10 +55,8 @@ func htmlRun(f *results.Folder, label string, run *results.Run, a *Analysis, tl 
 		})
 	}
 	where := map[string]string{}
-	if len(tl.Events) > 0 {
-		for _, p := range Place(a.Intervals, tl) {
-			where[p.Name+p.From.String()] = p.Where
-		}
+	for _, p := range ps {
+		where[p.Name+p.From.String()] = p.Where
 	}
 	for _, iv := range a.Intervals {
 		in.Intervals = append(in.Intervals, htmlreport.Interval{
@@ -83,8 +78,9 @@ func htmlRun(f *results.Folder, label string, run *results.Run, a *Analysis, tl 
 }
 
 // writeHTML writes report.html into the folder.
-func writeHTML(f *results.Folder, run *results.Run, a *Analysis, tl *Timeline) error {
-	in, err := htmlRun(f, filepath.Base(f.Dir()), run, a, tl)
+func writeHTML(d *folderData, ps []Placement) error {
+	f := d.folder
+	in, err := htmlRun(d, filepath.Base(f.Dir()), ps)
 	if err != nil {
 		return err
 	}
@@ -108,26 +104,15 @@ func WriteCompareHTML(w io.Writer, dirs []string) error {
 	}
 	var runs []*htmlreport.Run
 	for _, dir := range dirs {
-		f, err := results.Open(dir)
-		if err != nil {
-			return err
-		}
-		run, err := f.ReadRun()
-		if err != nil {
-			if _, statErr := os.Stat(f.Path(results.RunFile)); statErr == nil {
-				return fmt.Errorf("%s: %w", dir, err)
-			}
-			run = nil
-		}
-		a, err := LoadSamples(f.Path(results.SamplesFile))
-		if err != nil {
-			return err
-		}
-		tl, err := LoadTimeline(f)
+		d, err := loadFolder(dir)
 		if err != nil {
 			return fmt.Errorf("%s: %w", dir, err)
 		}
-		in, err := htmlRun(f, filepath.Base(filepath.Clean(dir)), run, a, tl)
+		var ps []Placement
+		if len(d.timeline.Events) > 0 {
+			ps = Place(d.analysis.Intervals, d.timeline)
+		}
+		in, err := htmlRun(d, filepath.Base(filepath.Clean(dir)), ps)
 		if err != nil {
 			return fmt.Errorf("%s: %w", dir, err)
 		}

@@ -45,27 +45,11 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	f, err := results.Open(dir)
+	d, err := loadFolder(dir)
 	if err != nil {
 		return nil, err
 	}
-	run, err := f.ReadRun()
-	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			if _, statErr := os.Stat(f.Path(results.RunFile)); statErr == nil {
-				return nil, err
-			}
-		}
-		run = nil
-	}
-	a, err := LoadSamples(f.Path(results.SamplesFile))
-	if err != nil {
-		return nil, err
-	}
-	tl, err := LoadTimeline(f)
-	if err != nil {
-		return nil, err
-	}
+	f, run, a, tl := d.folder, d.run, d.analysis, d.timeline
 	sets := [][]IntervalItem{IntervalItems(a.Intervals), RolloutItems(tl)}
 	for _, extra := range cfg.extras {
 		items, err := extra(f, a)
@@ -118,8 +102,13 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 	if err := WriteSummary(&buf, a, run); err != nil {
 		return nil, err
 	}
+	var ps []Placement
 	if len(tl.Events) > 0 {
-		section, err := writeRollout(f, a, tl)
+		ps = Place(a.Intervals, tl)
+		if err := attributeServedBy(f, ps, d.servedBy); err != nil {
+			return nil, err
+		}
+		section, err := writeRollout(f, a, tl, ps)
 		if err != nil {
 			return nil, err
 		}
@@ -128,8 +117,46 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 	if err := f.WriteFile(results.SummaryFile, buf.Bytes()); err != nil {
 		return nil, fmt.Errorf("write summary: %w", err)
 	}
-	if err := writeHTML(f, run, a, tl); err != nil {
+	if err := writeHTML(d, ps); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// folderData is a results folder read for deriving files from it.
+type folderData struct {
+	folder   *results.Folder
+	run      *results.Run // nil without run.json
+	analysis *Analysis
+	timeline *Timeline
+	servedBy servedBy // nil without lb-connections.jsonl
+}
+
+// loadFolder reads what every derived file is built from: samples.jsonl
+// (required), and run.json, events.jsonl and lb-connections.jsonl when
+// present. A run.json that exists but cannot be read is an error.
+func loadFolder(dir string) (*folderData, error) {
+	f, err := results.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &folderData{folder: f}
+	if d.run, err = f.ReadRun(); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			if _, statErr := os.Stat(f.Path(results.RunFile)); statErr == nil {
+				return nil, err
+			}
+		}
+		d.run = nil
+	}
+	if d.analysis, err = LoadSamples(f.Path(results.SamplesFile)); err != nil {
+		return nil, err
+	}
+	if d.timeline, err = LoadTimeline(f); err != nil {
+		return nil, err
+	}
+	if d.servedBy, err = loadServedBy(f); err != nil {
+		return nil, err
+	}
+	return d, nil
 }

@@ -353,16 +353,9 @@ func clock(t time.Time) string {
 }
 
 // writeRollout adds the rollout's derived files to a folder: placements.json
-// and the extra summary section (returned for appending).
-func writeRollout(f *results.Folder, a *Analysis, tl *Timeline) ([]byte, error) {
-	ps := Place(a.Intervals, tl)
-	s, err := loadServedBy(f)
-	if err != nil {
-		return nil, err
-	}
-	if err := attributeServedBy(f, ps, s); err != nil {
-		return nil, err
-	}
+// and the extra summary section (returned for appending). ps are the
+// intervals' placements in tl.
+func writeRollout(f *results.Folder, a *Analysis, tl *Timeline, ps []Placement) ([]byte, error) {
 	doc := struct {
 		Iterations []Iteration `json:"iterations"`
 		Stages     []Stage     `json:"stages"`
