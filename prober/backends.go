@@ -14,26 +14,6 @@ type Backend struct {
 	Path string
 }
 
-// ConnectionType says whether a poller opens a fresh connection per request
-// or keeps its connections alive.
-type ConnectionType string
-
-const (
-	// NewConnections opens a new TCP+TLS connection for every request.
-	NewConnections ConnectionType = "new"
-	// ReusedConnections keeps connections alive between requests.
-	ReusedConnections ConnectionType = "reused"
-)
-
-// ConnectionTypes lists both connection types in the order pollers are built.
-var ConnectionTypes = []ConnectionType{NewConnections, ReusedConnections}
-
-// PollerName returns the name origin stores disruption under for a backend
-// and connection type, e.g. "kube-api-new-connections".
-func PollerName(backend string, conn ConnectionType) string {
-	return backend + "-" + string(conn) + "-connections"
-}
-
 // KnownBackends are origin's API server disruption backends
 // (pkg/monitortests/kubeapiserver/disruptionlegacyapiservers). The cache-*
 // variants ask for resourceVersion=0 so the apiserver answers from its watch

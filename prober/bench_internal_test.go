@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/repro-tools/repro/results"
 )
 
 // BenchmarkSample measures the client-side cost of one sample (request,
@@ -25,7 +27,7 @@ func BenchmarkSample(b *testing.B) {
 	rc := &rest.Config{Host: srv.URL, BearerToken: "t", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
 	backends, _ := LookupBackends([]string{"kube-api"})
 	for _, h2 := range []bool{false, true} {
-		for _, ct := range ConnectionTypes {
+		for _, ct := range results.ConnectionTypes {
 			name := string(ct) + "/HTTP1.1"
 			if h2 {
 				name = string(ct) + "/HTTP2"
@@ -56,8 +58,8 @@ func BenchmarkSample(b *testing.B) {
 
 // BenchmarkAppendJSON measures encoding one sample line.
 func BenchmarkAppendJSON(b *testing.B) {
-	s := Sample{Backend: "kube-api", Connection: NewConnections, Seq: 123456, Start: time.Now(),
-		Duration: 12 * time.Millisecond, Phases: Phases{ConnectDone: time.Millisecond, TLSDone: 5 * time.Millisecond, WroteRequest: 5100 * time.Microsecond, FirstByte: 11 * time.Millisecond},
+	s := results.Sample{Backend: "kube-api", Connection: results.NewConnections, Seq: 123456, Start: time.Now(),
+		Duration: 12 * time.Millisecond, Phases: results.Phases{ConnectDone: time.Millisecond, TLSDone: 5 * time.Millisecond, WroteRequest: 5100 * time.Microsecond, FirstByte: 11 * time.Millisecond},
 		LocalAddr: "10.0.0.1:43210", RemoteAddr: "10.0.0.2:6443", Protocol: "HTTP/1.1", StatusCode: 200,
 		AuditID: "8f1e7c1a-1f7e-4c4b-9d5e-0d6a2b3c4d5e"}
 	var buf []byte

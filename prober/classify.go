@@ -12,69 +12,71 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+
+	"github.com/repro-tools/repro/results"
 )
 
 // Classify maps a request outcome to an ErrorClass: err is what
 // http.Client.Do (or reading the body) returned, status the response status
 // when there was a response. aborted says the run was interrupted while the
 // request was in flight.
-func Classify(err error, status int, aborted bool) ErrorClass {
+func Classify(err error, status int, aborted bool) results.ErrorClass {
 	if err == nil {
 		switch {
 		case status >= 200 && status <= 399:
-			return ClassNone
+			return results.ClassNone
 		case status == http.StatusTooManyRequests:
-			return ClassHTTP429
+			return results.ClassHTTP429
 		case status >= 500 && status <= 599:
-			return ClassHTTP5xx
+			return results.ClassHTTP5xx
 		default:
-			return ClassHTTPOther
+			return results.ClassHTTPOther
 		}
 	}
 	if aborted {
-		return ClassAborted
+		return results.ClassAborted
 	}
 	msg := err.Error()
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
-		return ClassDNS
+		return results.ClassDNS
 	}
 	// Per-phase timeouts of net/http come as plain errors with fixed texts.
 	switch {
 	case strings.Contains(msg, "timeout awaiting response headers"):
-		return ClassHeaderTimeout
+		return results.ClassHeaderTimeout
 	case strings.Contains(msg, "TLS handshake timeout"):
-		return ClassTLS
+		return results.ClassTLS
 	}
 	if isTLSError(err) {
-		return ClassTLS
+		return results.ClassTLS
 	}
 	var opErr *net.OpError
 	if errors.As(err, &opErr) && opErr.Op == "dial" {
 		switch {
 		case errors.Is(err, syscall.ECONNREFUSED):
-			return ClassConnectRefused
+			return results.ClassConnectRefused
 		case opErr.Timeout():
-			return ClassConnectTimeout
+			return results.ClassConnectTimeout
 		}
 	}
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return ClassConnectRefused
+		return results.ClassConnectRefused
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		strings.Contains(msg, "connection reset by peer"), strings.Contains(msg, "broken pipe"):
-		return ClassReset
+		return results.ClassReset
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		strings.Contains(msg, "server closed idle connection"), strings.HasSuffix(msg, ": EOF"):
-		return ClassEOF
+		return results.ClassEOF
 	case strings.Contains(msg, "Client.Timeout exceeded"), errors.Is(err, context.DeadlineExceeded):
-		return ClassClientTimeout
+		return results.ClassClientTimeout
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {
-		return ClassClientTimeout
+		return results.ClassClientTimeout
 	}
-	return ClassOther
+	return results.ClassOther
 }
 
 func isTLSError(err error) bool {

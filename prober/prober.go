@@ -19,6 +19,8 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 	"k8s.io/client-go/rest"
+
+	"github.com/repro-tools/repro/results"
 )
 
 const (
@@ -46,7 +48,7 @@ type config struct {
 	duration     time.Duration
 	abortGrace   time.Duration
 	backends     []Backend
-	connTypes    []ConnectionType
+	connTypes    []results.ConnectionType
 	http2        bool
 	log          *zap.Logger
 	userAgent    string
@@ -77,7 +79,9 @@ func WithAbortGrace(d time.Duration) Option { return func(c *config) { c.abortGr
 func WithBackends(b ...Backend) Option { return func(c *config) { c.backends = b } }
 
 // WithConnectionTypes chooses which pollers each backend gets (default both).
-func WithConnectionTypes(t ...ConnectionType) Option { return func(c *config) { c.connTypes = t } }
+func WithConnectionTypes(t ...results.ConnectionType) Option {
+	return func(c *config) { c.connTypes = t }
+}
 
 // WithHTTP2 lets the pollers negotiate HTTP/2. The default is HTTP/1.1 only,
 // like origin's sampler (custom dialer and TLS config without
@@ -107,7 +111,7 @@ type Prober struct {
 
 type poller struct {
 	backend Backend
-	conn    ConnectionType
+	conn    results.ConnectionType
 	name    string
 	url     string
 	client  *http.Client
@@ -126,7 +130,7 @@ func New(rc *rest.Config, opts ...Option) (*Prober, error) {
 		interval:     DefaultInterval,
 		probeTimeout: DefaultProbeTimeout,
 		abortGrace:   DefaultAbortGrace,
-		connTypes:    ConnectionTypes,
+		connTypes:    results.ConnectionTypes,
 		log:          zap.NewNop(),
 		userAgent:    "repro-prober",
 		bufferSize:   4096,
@@ -170,7 +174,7 @@ func New(rc *rest.Config, opts ...Option) (*Prober, error) {
 			if err != nil {
 				return nil, err
 			}
-			name := PollerName(b.Name, ct)
+			name := results.PollerName(b.Name, ct)
 			p.pollers = append(p.pollers, &poller{
 				backend: b, conn: ct, name: name,
 				url:    server + b.Path,
@@ -197,10 +201,10 @@ func InFlightBound(probeTimeout, interval time.Duration) int {
 // phaseTimeout is origin's per-phase timeout: 4/5 of the whole.
 func phaseTimeout(total time.Duration) time.Duration { return total * 4 / 5 }
 
-func newClient(rc *rest.Config, tlsCfg *tls.Config, ct ConnectionType, c config) (*http.Client, *http.Transport, error) {
+func newClient(rc *rest.Config, tlsCfg *tls.Config, ct results.ConnectionType, c config) (*http.Client, *http.Transport, error) {
 	phase := phaseTimeout(c.probeTimeout)
 	dialer := &net.Dialer{Timeout: phase, KeepAlive: 30 * time.Second}
-	if ct == NewConnections {
+	if ct == results.NewConnections {
 		dialer.KeepAlive = -1
 	}
 	proxy := http.ProxyFromEnvironment
@@ -215,7 +219,7 @@ func newClient(rc *rest.Config, tlsCfg *tls.Config, ct ConnectionType, c config)
 		ExpectContinueTimeout: phase,
 		IdleConnTimeout:       90 * time.Second,
 		MaxIdleConnsPerHost:   4,
-		DisableKeepAlives:     ct == NewConnections,
+		DisableKeepAlives:     ct == results.NewConnections,
 	}
 	if tlsCfg != nil {
 		t.TLSClientConfig = tlsCfg.Clone()
@@ -281,10 +285,10 @@ func (p *Prober) Close() {
 // It returns an error naming the URL when the server cannot be reached at
 // all (connect, DNS, TLS or timeout failures); an HTTP answer, even 401 or
 // 403, is not an error: the sample says what came back.
-func (p *Prober) Preflight(ctx context.Context) (Sample, error) {
+func (p *Prober) Preflight(ctx context.Context) (results.Sample, error) {
 	var pl *poller
 	for _, cand := range p.pollers {
-		if cand.conn == NewConnections {
+		if cand.conn == results.NewConnections {
 			pl = cand
 			break
 		}
@@ -295,7 +299,7 @@ func (p *Prober) Preflight(ctx context.Context) (Sample, error) {
 	now := time.Now()
 	s := p.probe(ctx, ctx, pl, 0, now, now.Round(0).UTC())
 	switch s.ErrorClass {
-	case ClassNone, ClassHTTP429, ClassHTTP5xx, ClassHTTPOther:
+	case results.ClassNone, results.ClassHTTP429, results.ClassHTTP5xx, results.ClassHTTPOther:
 		return s, nil
 	}
 	return s, fmt.Errorf("cannot reach %s: %s", pl.url, s.Error)
@@ -308,8 +312,8 @@ func (p *Prober) Preflight(ctx context.Context) (Sample, error) {
 // ctx is cancelled they get the abort grace, then are cancelled and recorded
 // as aborted. The channel is closed once every sample has been sent. The
 // caller must drain it. Run may be called once.
-func (p *Prober) Run(ctx context.Context) <-chan Sample {
-	out := make(chan Sample, p.cfg.bufferSize)
+func (p *Prober) Run(ctx context.Context) <-chan results.Sample {
+	out := make(chan results.Sample, p.cfg.bufferSize)
 	p.mu.Lock()
 	if p.running {
 		p.mu.Unlock()
@@ -356,7 +360,7 @@ func (p *Prober) Run(ctx context.Context) <-chan Sample {
 // that cannot start because the in-flight bound is reached, or that was
 // missed because the process was stalled for more than an interval, is
 // counted as skipped and logged; missed ticks are never fired in a burst.
-func (p *Prober) schedule(ctx, reqCtx context.Context, pl *poller, base, baseWall time.Time, out chan<- Sample, requests *sync.WaitGroup) {
+func (p *Prober) schedule(ctx, reqCtx context.Context, pl *poller, base, baseWall time.Time, out chan<- results.Sample, requests *sync.WaitGroup) {
 	interval := p.cfg.interval
 	var maxTicks uint64 = math.MaxUint64
 	if p.cfg.duration > 0 {
@@ -427,7 +431,7 @@ type traceState struct {
 	mu         sync.Mutex
 	start      time.Time
 	frozen     bool // set when the request returned; later stamps are ignored
-	phases     Phases
+	phases     results.Phases
 	gotConn    bool
 	reused     bool
 	localAddr  string
@@ -486,8 +490,8 @@ const errorBodyLimit = 4096
 
 // probe performs one request. start is the monotonic instant it began and
 // startWall the wall clock derived from the run's monotonic base.
-func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, start, startWall time.Time) Sample {
-	s := Sample{
+func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, start, startWall time.Time) results.Sample {
+	s := results.Sample{
 		Backend:    pl.backend.Name,
 		Connection: pl.conn,
 		Seq:        seq,
@@ -498,7 +502,7 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, ts.clientTrace()), http.MethodGet, pl.url, nil)
 	if err != nil {
 		s.Duration = time.Since(start)
-		s.ErrorClass = ClassOther
+		s.ErrorClass = results.ClassOther
 		s.Error = SanitizeErrorText(err.Error())
 		return s
 	}
@@ -545,7 +549,7 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 		// are not its phases.
 		s.Phases.DNSStart, s.Phases.DNSDone, s.Phases.ConnectDone, s.Phases.TLSDone = 0, 0, 0, 0
 	}
-	if s.ErrorClass == ClassHeaderTimeout {
+	if s.ErrorClass == results.ClassHeaderTimeout {
 		// No response headers were accepted. A byte that raced the
 		// connection teardown (the server answering the close) is noise.
 		s.Phases.FirstByte = 0
@@ -608,7 +612,7 @@ type liveStats struct {
 
 	mu           sync.Mutex
 	failingSince time.Time // start of the first failed sample of the current failure run
-	lastClass    ErrorClass
+	lastClass    results.ErrorClass
 	disrupted    time.Duration
 	lastSeq      uint64
 	haveSeq      bool
@@ -618,9 +622,9 @@ type liveStats struct {
 // out of order; the live disruption figure follows samples in sequence order
 // only (a late-completing older sample does not reopen a closed run), which
 // makes it an estimate: the report recomputes it exactly from samples.jsonl.
-func (st *liveStats) record(s *Sample) {
+func (st *liveStats) record(s *results.Sample) {
 	st.samples.Add(1)
-	if s.ErrorClass == ClassAborted {
+	if s.ErrorClass == results.ClassAborted {
 		st.aborted.Add(1)
 		return
 	}
@@ -634,7 +638,7 @@ func (st *liveStats) record(s *Sample) {
 	}
 	st.lastSeq, st.haveSeq = s.Seq, true
 	switch {
-	case s.Failed() && s.ErrorClass != ClassDNS:
+	case s.Failed() && s.ErrorClass != results.ClassDNS:
 		if st.failingSince.IsZero() {
 			st.failingSince = s.Start
 		}
@@ -644,7 +648,7 @@ func (st *liveStats) record(s *Sample) {
 			st.disrupted += d
 		}
 		st.failingSince = time.Time{}
-		st.lastClass = ClassNone
+		st.lastClass = results.ClassNone
 	}
 }
 
@@ -654,7 +658,7 @@ type PollerStats struct {
 	Name string
 	// Backend and Connection identify the poller.
 	Backend    string
-	Connection ConnectionType
+	Connection results.ConnectionType
 	// Samples counts completed requests (including aborted ones).
 	Samples int64
 	// Failures counts failed requests (aborted ones excluded).
@@ -672,7 +676,7 @@ type PollerStats struct {
 	// Failing reports whether the most recent samples are failing, and
 	// LastClass with what.
 	Failing   bool
-	LastClass ErrorClass
+	LastClass results.ErrorClass
 }
 
 // Stats returns a snapshot of every poller's live counters, in poller order.

@@ -2,14 +2,14 @@ package prober_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/repro-tools/repro/prober"
 	"k8s.io/client-go/rest"
+
+	"github.com/repro-tools/repro/prober"
+	"github.com/repro-tools/repro/results"
 )
 
 func kubeAPI(t testing.TB) []prober.Backend {
@@ -20,8 +20,8 @@ func kubeAPI(t testing.TB) []prober.Backend {
 	return b
 }
 
-func collect(ch <-chan prober.Sample) map[string][]prober.Sample {
-	out := map[string][]prober.Sample{}
+func collect(ch <-chan results.Sample) map[string][]results.Sample {
+	out := map[string][]results.Sample{}
 	for s := range ch {
 		out[s.Name()] = append(out[s.Name()], s)
 	}
@@ -31,7 +31,7 @@ func collect(ch <-chan prober.Sample) map[string][]prober.Sample {
 	return out
 }
 
-func sortBySeq(ss []prober.Sample) {
+func sortBySeq(ss []results.Sample) {
 	for i := 1; i < len(ss); i++ {
 		for j := i; j > 0 && ss[j].Seq < ss[j-1].Seq; j-- {
 			ss[j], ss[j-1] = ss[j-1], ss[j]
@@ -102,14 +102,14 @@ func TestHealthyServer(t *testing.T) {
 						t.Errorf("%s seq %d: addresses missing", name, s.Seq)
 					}
 					switch s.Connection {
-					case prober.NewConnections:
+					case results.NewConnections:
 						if s.Reused {
 							t.Errorf("%s seq %d: new-connection sample reused a connection", name, s.Seq)
 						}
 						if s.Phases.ConnectDone <= 0 || s.Phases.TLSDone < s.Phases.ConnectDone {
 							unstamped++
 						}
-					case prober.ReusedConnections:
+					case results.ReusedConnections:
 						// When the previous request had finished before this
 						// one started, its connection sat idle in the pool
 						// and must be reused. (A stall can make requests
@@ -153,7 +153,7 @@ func TestHealthyServer(t *testing.T) {
 	}
 }
 
-func keys(m map[string][]prober.Sample) []string {
+func keys(m map[string][]results.Sample) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)
@@ -168,19 +168,19 @@ func TestFailureClasses(t *testing.T) {
 		name      string
 		mode      mode
 		http2     bool
-		want      prober.ErrorClass
+		want      results.ErrorClass
 		status    int
 		errSubstr string
 	}{
-		{"hang/HTTP1.1", modeHang, false, prober.ClassHeaderTimeout, 0, "timeout awaiting response headers"},
-		{"hang/HTTP2", modeHang, true, prober.ClassHeaderTimeout, 0, "timeout awaiting response headers"},
-		{"reset/HTTP1.1", modeReset, false, prober.ClassReset, 0, "reset"},
-		{"close/HTTP1.1", modeClose, false, prober.ClassEOF, 0, "EOF"},
-		{"429/HTTP1.1", mode429, false, prober.ClassHTTP429, 429, "shutting down"},
-		{"429/HTTP2", mode429, true, prober.ClassHTTP429, 429, "shutting down"},
-		{"503/HTTP1.1", mode503, false, prober.ClassHTTP5xx, 503, "not ready"},
-		{"503/HTTP2", mode503, true, prober.ClassHTTP5xx, 503, "not ready"},
-		{"401/HTTP1.1", mode401, false, prober.ClassHTTPOther, 401, "Unauthorized"},
+		{"hang/HTTP1.1", modeHang, false, results.ClassHeaderTimeout, 0, "timeout awaiting response headers"},
+		{"hang/HTTP2", modeHang, true, results.ClassHeaderTimeout, 0, "timeout awaiting response headers"},
+		{"reset/HTTP1.1", modeReset, false, results.ClassReset, 0, "reset"},
+		{"close/HTTP1.1", modeClose, false, results.ClassEOF, 0, "EOF"},
+		{"429/HTTP1.1", mode429, false, results.ClassHTTP429, 429, "shutting down"},
+		{"429/HTTP2", mode429, true, results.ClassHTTP429, 429, "shutting down"},
+		{"503/HTTP1.1", mode503, false, results.ClassHTTP5xx, 503, "not ready"},
+		{"503/HTTP2", mode503, true, results.ClassHTTP5xx, 503, "not ready"},
+		{"401/HTTP1.1", mode401, false, results.ClassHTTPOther, 401, "Unauthorized"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,7 +224,7 @@ func TestFailureClasses(t *testing.T) {
 					if strings.Contains(s.Error, "test-token") {
 						t.Errorf("%s: error text leaks the bearer token: %q", name, s.Error)
 					}
-					if tc.want == prober.ClassHeaderTimeout {
+					if tc.want == results.ClassHeaderTimeout {
 						// 4/5 of the probe timeout: the header timeout fires
 						// first, after the request was written.
 						// Never before 4/5 of the budget. The upper bound
@@ -237,7 +237,7 @@ func TestFailureClasses(t *testing.T) {
 							t.Errorf("%s seq %d: want request written and no first byte, got %+v", name, s.Seq, s.Phases)
 						}
 					}
-					if tc.want == prober.ClassHTTP429 && s.RetryAfter != "3" {
+					if tc.want == results.ClassHTTP429 && s.RetryAfter != "3" {
 						t.Errorf("%s seq %d: Retry-After %q, want 3", name, s.Seq, s.RetryAfter)
 					}
 				}
@@ -261,12 +261,12 @@ func TestRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), url+"/api/v1/namespaces/default") {
 		t.Fatalf("preflight error %v does not name %s", err, url)
 	}
-	if s.ErrorClass != prober.ClassConnectRefused {
+	if s.ErrorClass != results.ClassConnectRefused {
 		t.Errorf("preflight class %q, want connect-refused", s.ErrorClass)
 	}
 	for name, ss := range collect(p.Run(context.Background())) {
 		for _, s := range ss {
-			if s.ErrorClass != prober.ClassConnectRefused {
+			if s.ErrorClass != results.ClassConnectRefused {
 				t.Errorf("%s: class %q, want connect-refused (%s)", name, s.ErrorClass, s.Error)
 			}
 		}
@@ -282,7 +282,7 @@ func TestUntrustedCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := p.Preflight(context.Background())
-	if err == nil || s.ErrorClass != prober.ClassTLS {
+	if err == nil || s.ErrorClass != results.ClassTLS {
 		t.Fatalf("want a tls preflight failure, got class %q err %v", s.ErrorClass, err)
 	}
 }
@@ -329,7 +329,7 @@ func TestDarkWindow(t *testing.T) {
 			for name, ss := range got {
 				var from, to time.Time
 				var reach time.Duration
-				var beforeFrom, beforeTo *prober.Sample // samples just before each edge
+				var beforeFrom, beforeTo *results.Sample // samples just before each edge
 				failed := 0
 				for i := range ss {
 					s := ss[i]
@@ -345,7 +345,7 @@ func TestDarkWindow(t *testing.T) {
 						// latency on a loaded machine). Only then is
 						// client-timeout right.
 						late := s.Phases.WroteRequest > 100*time.Millisecond
-						if s.ErrorClass != prober.ClassHeaderTimeout && !(late && s.ErrorClass == prober.ClassClientTimeout) {
+						if s.ErrorClass != results.ClassHeaderTimeout && !(late && s.ErrorClass == results.ClassClientTimeout) {
 							t.Errorf("%s seq %d: class %q, want header-timeout (wrote request at %v)", name, s.Seq, s.ErrorClass, s.Phases.WroteRequest)
 						}
 						if from.IsZero() {
@@ -394,7 +394,7 @@ func TestDarkWindow(t *testing.T) {
 
 // ss0Gap returns how many ticks were skipped between a sample and the start
 // of the next one.
-func ss0Gap(prev *prober.Sample, next time.Time, interval time.Duration) int64 {
+func ss0Gap(prev *results.Sample, next time.Time, interval time.Duration) int64 {
 	n := int64(next.Sub(prev.Start)/interval) - 1
 	if n < 0 {
 		return 0
@@ -428,7 +428,7 @@ func TestInterruptKeepsSamples(t *testing.T) {
 			t.Errorf("%s: only %d samples kept", name, len(ss))
 		}
 		for _, s := range ss {
-			if s.ErrorClass != prober.ClassAborted {
+			if s.ErrorClass != results.ClassAborted {
 				t.Errorf("%s seq %d: class %q, want aborted", name, s.Seq, s.ErrorClass)
 			}
 		}
@@ -448,7 +448,7 @@ func TestInFlightBoundSkipsTicks(t *testing.T) {
 	// bound = 2*ceil(40ms/20ms) = 4; header timeout at 32ms frees slots fast,
 	// so use a longer hang via a probe timeout and a short interval instead.
 	p, err := prober.New(ts.restConfig(), prober.WithBackends(kubeAPI(t)...),
-		prober.WithConnectionTypes(prober.ReusedConnections),
+		prober.WithConnectionTypes(results.ReusedConnections),
 		prober.WithInterval(10*time.Millisecond), prober.WithProbeTimeout(40*time.Millisecond),
 		prober.WithDuration(300*time.Millisecond))
 	if err != nil {
@@ -462,43 +462,6 @@ func TestInFlightBoundSkipsTicks(t *testing.T) {
 	}
 	if bound := prober.InFlightBound(40*time.Millisecond, 10*time.Millisecond); bound != 8 {
 		t.Errorf("bound %d, want 8", bound)
-	}
-}
-
-// TestSampleJSONRoundTrip checks the samples.jsonl encoding is valid JSON,
-// omits unreached phases, and decodes back to the same sample.
-func TestSampleJSONRoundTrip(t *testing.T) {
-	s := prober.Sample{
-		Backend: "kube-api", Connection: prober.ReusedConnections, Seq: 7,
-		Start:    time.Date(2025, 1, 2, 3, 4, 5, 123456789, time.UTC),
-		Duration: 12345678 * time.Nanosecond,
-		Phases:   prober.Phases{WroteRequest: 150 * time.Microsecond},
-		Reused:   true, LocalAddr: "127.0.0.1:1", RemoteAddr: "127.0.0.1:2",
-		ErrorClass: prober.ClassHeaderTimeout,
-		Error:      "Get \"https://x/api\": net/http: timeout awaiting response headers\n<&>",
-		AuditID:    "a-b",
-	}
-	b := s.AppendJSON(nil)
-	var generic map[string]any
-	if err := json.Unmarshal(b, &generic); err != nil {
-		t.Fatalf("invalid JSON %s: %v", b, err)
-	}
-	for _, k := range []string{"dns_start_ms", "connect_done_ms", "tls_done_ms", "first_byte_ms", "status", "protocol"} {
-		if _, ok := generic[k]; ok {
-			t.Errorf("%s present but not reached: %s", k, b)
-		}
-	}
-	if generic["duration_ms"] != 12.346 || generic["wrote_request_ms"] != 0.15 {
-		t.Errorf("ms encoding wrong: %s", b)
-	}
-	var back prober.Sample
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	want := s
-	want.Duration = 12346 * time.Microsecond
-	if fmt.Sprint(back) != fmt.Sprint(want) {
-		t.Errorf("round trip:\n got %+v\nwant %+v", back, want)
 	}
 }
 
@@ -523,37 +486,5 @@ func TestSanitizeErrorText(t *testing.T) {
 		if strings.Contains(out, secret) {
 			t.Errorf("%q survived: %s", secret, out)
 		}
-	}
-}
-
-// TestFastDecodeMatchesEncodingJSON checks the reflection-free decoder
-// against encoding/json on every shape of sample, and that odd but valid
-// JSON (escapes, exponents, spacing) still decodes through the fallback.
-func TestFastDecodeMatchesEncodingJSON(t *testing.T) {
-	samples := []prober.Sample{
-		{Backend: "kube-api", Connection: prober.NewConnections, Seq: 0, Start: time.Date(2025, 1, 2, 3, 4, 5, 6000, time.UTC),
-			Duration: 12345 * time.Microsecond, Phases: prober.Phases{DNSStart: time.Microsecond, DNSDone: 2 * time.Millisecond, ConnectDone: 3 * time.Millisecond, TLSDone: 4 * time.Millisecond, WroteRequest: 5 * time.Millisecond, FirstByte: 6 * time.Millisecond},
-			LocalAddr: "[::1]:1", RemoteAddr: "[::1]:2", Protocol: "HTTP/2.0", StatusCode: 200, AuditID: "x"},
-		{Backend: "custom", Connection: prober.ReusedConnections, Seq: 1 << 40, Start: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
-			Duration: 15 * time.Second, Reused: true, ErrorClass: prober.ClassHTTP429, StatusCode: 429, RetryAfter: "5",
-			Error: `quote " backslash \ newline` + "\n", AuditID: "y"},
-	}
-	for _, s := range samples {
-		line := s.AppendJSON(nil)
-		var fast prober.Sample
-		if err := json.Unmarshal(line, &fast); err != nil {
-			t.Fatal(err)
-		}
-		if fmt.Sprint(fast) != fmt.Sprint(s) {
-			t.Errorf("decode mismatch:\n got %+v\nwant %+v", fast, s)
-		}
-	}
-	odd := `{ "backend" : "kube-api", "connection":"new", "seq":3, "start":"2025-01-02T03:04:05Z", "duration_ms":1.5e1, "error":"a\u0041", "extra":{"x":[1]} }`
-	var s prober.Sample
-	if err := json.Unmarshal([]byte(odd), &s); err != nil {
-		t.Fatal(err)
-	}
-	if s.Duration != 15*time.Millisecond || s.Error != "aA" || s.Seq != 3 {
-		t.Errorf("fallback decode: %+v", s)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/repro-tools/repro/prober"
+	"github.com/repro-tools/repro/results"
 )
 
 // TestResetBeforeTLSKeepsLocalAddr checks that a connection reset during the
@@ -42,7 +43,7 @@ func TestResetBeforeTLSKeepsLocalAddr(t *testing.T) {
 	}()
 	p, err := prober.New(&rest.Config{Host: "https://" + ln.Addr().String(), TLSClientConfig: rest.TLSClientConfig{Insecure: true}},
 		prober.WithBackends(kubeAPI(t)...),
-		prober.WithConnectionTypes(prober.NewConnections),
+		prober.WithConnectionTypes(results.NewConnections),
 		prober.WithInterval(50*time.Millisecond),
 		prober.WithProbeTimeout(time.Second),
 		prober.WithDuration(150*time.Millisecond))
@@ -62,7 +63,7 @@ func TestResetBeforeTLSKeepsLocalAddr(t *testing.T) {
 	for _, ss := range got {
 		for _, s := range ss {
 			n++
-			if s.ErrorClass == prober.ClassNone {
+			if s.ErrorClass == results.ClassNone {
 				t.Fatalf("seq %d succeeded against a server that resets every handshake", s.Seq)
 			}
 			if s.LocalAddr == "" || !clients[s.LocalAddr] {

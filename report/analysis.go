@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -16,7 +15,7 @@ import (
 type PollerSummary struct {
 	Name       string
 	Backend    string
-	Connection prober.ConnectionType
+	Connection results.ConnectionType
 	// Samples counts every sample; Failures the failed ones (aborted
 	// excluded); Aborted those cut by an interrupted run.
 	Samples, Failures, Aborted int64
@@ -32,7 +31,7 @@ type PollerSummary struct {
 	Intervals int
 	Longest   time.Duration
 	// Classes counts failed samples per error class.
-	Classes map[prober.ErrorClass]int64
+	Classes map[results.ErrorClass]int64
 	// Unauthorized counts 401 and 403 answers: expired or insufficient
 	// credentials, which make every sample fail without any disruption.
 	Unauthorized int64
@@ -45,7 +44,7 @@ type PollerSummary struct {
 
 // Analysis is everything derived from a set of samples.
 type Analysis struct {
-	// Pollers in display order (backend order of prober.KnownBackends,
+	// Pollers in display order (backend order of results.BackendOrder,
 	// then new before reused).
 	Pollers []PollerSummary
 	// Intervals of every poller, sorted by start.
@@ -67,7 +66,7 @@ type accumulator struct {
 
 type pollerData struct {
 	name, backend string
-	conn          prober.ConnectionType
+	conn          results.ConnectionType
 	points        []point
 	summary       PollerSummary
 	protos        map[string]int64
@@ -75,18 +74,18 @@ type pollerData struct {
 
 func newAccumulator() *accumulator { return &accumulator{pollers: map[string]*pollerData{}} }
 
-func (a *accumulator) poller(backend string, conn prober.ConnectionType) *pollerData {
-	name := prober.PollerName(backend, conn)
+func (a *accumulator) poller(backend string, conn results.ConnectionType) *pollerData {
+	name := results.PollerName(backend, conn)
 	pd := a.pollers[name]
 	if pd == nil {
 		pd = &pollerData{name: name, backend: backend, conn: conn, protos: map[string]int64{},
-			summary: PollerSummary{Name: name, Backend: backend, Connection: conn, Classes: map[prober.ErrorClass]int64{}}}
+			summary: PollerSummary{Name: name, Backend: backend, Connection: conn, Classes: map[results.ErrorClass]int64{}}}
 		a.pollers[name] = pd
 	}
 	return pd
 }
 
-func (a *accumulator) add(s *prober.Sample) {
+func (a *accumulator) add(s *results.Sample) {
 	pd := a.poller(s.Backend, s.Connection)
 	start := s.Start.UnixNano()
 	p := point{seq: s.Seq, start: start, end: start + int64(s.Duration), class: indexOfClass(s.ErrorClass), detail: -1}
@@ -95,9 +94,9 @@ func (a *accumulator) add(s *prober.Sample) {
 	if s.Protocol != "" {
 		pd.protos[s.Protocol]++
 	}
-	if s.ErrorClass == prober.ClassAborted {
+	if s.ErrorClass == results.ClassAborted {
 		st.Aborted++
-	} else if s.ErrorClass != prober.ClassNone {
+	} else if s.ErrorClass != results.ClassNone {
 		st.Failures++
 		st.Classes[s.ErrorClass]++
 		if s.StatusCode == 401 || s.StatusCode == 403 {
@@ -187,14 +186,7 @@ func (a *accumulator) finish() *Analysis {
 	return out
 }
 
-func backendRank(name string) int {
-	for i, b := range prober.KnownBackends {
-		if b.Name == name {
-			return i
-		}
-	}
-	return len(prober.KnownBackends)
-}
+func backendRank(name string) int { return results.BackendRank(name) }
 
 func pollerLess(a, b PollerSummary) bool {
 	ra, rb := backendRank(a.Backend), backendRank(b.Backend)
@@ -209,7 +201,7 @@ func pollerLess(a, b PollerSummary) bool {
 
 // Analyze derives intervals and per-poller figures from samples given in
 // any order. It is a pure function.
-func Analyze(samples []prober.Sample) *Analysis {
+func Analyze(samples []results.Sample) *Analysis {
 	acc := newAccumulator()
 	for i := range samples {
 		acc.add(&samples[i])
@@ -246,7 +238,7 @@ func LoadSamples(path string) (*Analysis, error) {
 			defer wg.Done()
 			acc := newAccumulator()
 			var firstErr error
-			var s prober.Sample
+			var s results.Sample
 			for b := range batches {
 				if firstErr == nil {
 					for i, l := range b.lines {
@@ -300,7 +292,7 @@ func LoadSamples(path string) (*Analysis, error) {
 	var truncated bool
 	var last *accumulator
 	if err == nil && havePending {
-		var s prober.Sample
+		var s results.Sample
 		if derr := s.UnmarshalJSON(pending); derr != nil {
 			if st.Bytes > 0 && !endsWithNewline(path) {
 				truncated = true

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
 )
@@ -31,22 +30,22 @@ func writeBigRun(b *testing.B, dir string, n int) int64 {
 	ticks := n / 6
 	for seq := 0; seq < ticks; seq++ {
 		for _, be := range backends {
-			for _, ct := range prober.ConnectionTypes {
-				s := prober.Sample{
+			for _, ct := range results.ConnectionTypes {
+				s := results.Sample{
 					Backend: be, Connection: ct, Seq: uint64(seq),
 					Start:    base.Add(time.Duration(seq)*100*time.Millisecond + 213*time.Microsecond),
-					Duration: 9 * time.Millisecond, Reused: ct == prober.ReusedConnections,
+					Duration: 9 * time.Millisecond, Reused: ct == results.ReusedConnections,
 					LocalAddr: "10.0.0.1:43210", RemoteAddr: "10.0.0.2:6443",
 					Protocol: "HTTP/1.1", StatusCode: 200,
 					AuditID: "8f1e7c1a-1f7e-4c4b-9d5e-" + strconv.FormatInt(int64(1e11+seq), 10)[:12],
 				}
-				if ct == prober.NewConnections {
-					s.Phases = prober.Phases{ConnectDone: time.Millisecond, TLSDone: 4 * time.Millisecond, WroteRequest: 4100 * time.Microsecond, FirstByte: 8 * time.Millisecond}
+				if ct == results.NewConnections {
+					s.Phases = results.Phases{ConnectDone: time.Millisecond, TLSDone: 4 * time.Millisecond, WroteRequest: 4100 * time.Microsecond, FirstByte: 8 * time.Millisecond}
 				} else {
-					s.Phases = prober.Phases{WroteRequest: 50 * time.Microsecond, FirstByte: 3 * time.Millisecond}
+					s.Phases = results.Phases{WroteRequest: 50 * time.Microsecond, FirstByte: 3 * time.Millisecond}
 				}
 				if seq%10000 >= 5000 && seq%10000 < 5050 {
-					s.Protocol, s.StatusCode, s.ErrorClass = "", 0, prober.ClassHeaderTimeout
+					s.Protocol, s.StatusCode, s.ErrorClass = "", 0, results.ClassHeaderTimeout
 					s.Duration, s.Phases.FirstByte = 12*time.Second, 0
 					s.Error = `Get "https://api.example:6443/api/v1/namespaces/default": net/http: timeout awaiting response headers`
 				}

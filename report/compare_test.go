@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
 )
@@ -22,7 +21,7 @@ type synthRun struct {
 	iterations int
 	// gap returns the gap of a poller in an iteration (0-based), rounded to
 	// the poller's 100 ms interval.
-	gap func(iter int, conn prober.ConnectionType) time.Duration
+	gap func(iter int, conn results.ConnectionType) time.Duration
 	// cluster, when set, is run.json's extra "cluster"; lab marks a lab run.
 	cluster map[string]any
 	lab     bool
@@ -39,7 +38,7 @@ const (
 
 var synthBase = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 
-var synthConns = []prober.ConnectionType{prober.NewConnections, prober.ReusedConnections}
+var synthConns = []results.ConnectionType{results.NewConnections, results.ReusedConnections}
 
 // writeSynth writes run.json, samples.jsonl and (for rollout runs)
 // events.jsonl into dir with the results package's writers.
@@ -58,7 +57,7 @@ func writeSynth(t testing.TB, dir string, r synthRun) {
 	}
 
 	type window struct{ from, to time.Time }
-	gaps := map[prober.ConnectionType][]window{}
+	gaps := map[results.ConnectionType][]window{}
 	var end time.Time
 	if r.iterations == 0 {
 		end = synthBase.Add(synthIteration)
@@ -119,12 +118,12 @@ func writeSynth(t testing.TB, dir string, r synthRun) {
 			if !start.Before(end) {
 				break
 			}
-			s := prober.Sample{Backend: "kube-api", Connection: c, Seq: uint64(seq), Start: start,
+			s := results.Sample{Backend: "kube-api", Connection: c, Seq: uint64(seq), Start: start,
 				Duration: 10 * time.Millisecond, Protocol: "HTTP/1.1", StatusCode: 200}
 			for _, g := range gaps[c] {
 				if !start.Before(g.from) && start.Before(g.to) {
 					s.Duration, s.Protocol, s.StatusCode = 80*time.Millisecond, "", 0
-					s.ErrorClass = prober.ClassHeaderTimeout
+					s.ErrorClass = results.ClassHeaderTimeout
 					s.Error = `Get "https://api.example:6443/api/v1/namespaces/default": net/http: timeout awaiting response headers`
 				}
 			}
@@ -144,14 +143,14 @@ func writeSynth(t testing.TB, dir string, r synthRun) {
 }
 
 // constGap is the same gap in every iteration on both connection types.
-func constGap(d time.Duration) func(int, prober.ConnectionType) time.Duration {
-	return func(int, prober.ConnectionType) time.Duration { return d }
+func constGap(d time.Duration) func(int, results.ConnectionType) time.Duration {
+	return func(int, results.ConnectionType) time.Duration { return d }
 }
 
 // seqGap takes iteration i's gap from ds (in seconds) on both connection
 // types.
-func seqGap(ds ...float64) func(int, prober.ConnectionType) time.Duration {
-	return func(i int, _ prober.ConnectionType) time.Duration {
+func seqGap(ds ...float64) func(int, results.ConnectionType) time.Duration {
+	return func(i int, _ results.ConnectionType) time.Duration {
 		return time.Duration(ds[i%len(ds)] * float64(time.Second))
 	}
 }

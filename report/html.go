@@ -7,7 +7,6 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/report/htmlreport"
 	"github.com/repro-tools/repro/results"
 )
@@ -26,10 +25,10 @@ func htmlRun(d *folderData, label string, ps []Placement) (*htmlreport.Run, erro
 		Info:          run,
 		TruncatedLast: a.TruncatedLast,
 		Events:        tl.Events,
-		ForEachSample: func(fn func(*prober.Sample)) error {
-			var s prober.Sample
+		ForEachSample: func(fn func(*results.Sample)) error {
+			var s results.Sample
 			_, err := results.ReadJSONL(f.Path(results.SamplesFile), func(line []byte) error {
-				s = prober.Sample{}
+				s = results.Sample{}
 				if err := s.UnmarshalJSON(line); err != nil {
 					return err
 				}

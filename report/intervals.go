@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/repro-tools/repro/prober"
+	"github.com/repro-tools/repro/results"
 )
 
 // Interval is one disruption (or sampler outage) of one poller.
@@ -13,13 +13,13 @@ type Interval struct {
 	// "kube-api-new-connections".
 	Name       string
 	Backend    string
-	Connection prober.ConnectionType
+	Connection results.ConnectionType
 	// From is the start of the first failed request; To the start of the
 	// next successful one, or the end of the poller's last sample if the
 	// interval was still open when the run ended.
 	From, To time.Time
 	// Class is the error class shared by every sample of the interval.
-	Class prober.ErrorClass
+	Class results.ErrorClass
 	// SamplerOutage marks DNS failures: a problem of the machine running
 	// repro, not disruption of the cluster.
 	SamplerOutage bool
@@ -61,31 +61,31 @@ type detail struct {
 	retryAfter string
 }
 
-var classByIndex = append([]prober.ErrorClass{prober.ClassNone}, prober.ErrorClasses...)
+var classByIndex = append([]results.ErrorClass{results.ClassNone}, results.ErrorClasses...)
 
-var classIndex = func() map[prober.ErrorClass]uint8 {
-	m := map[prober.ErrorClass]uint8{}
+var classIndex = func() map[results.ErrorClass]uint8 {
+	m := map[results.ErrorClass]uint8{}
 	for i, c := range classByIndex {
 		m[c] = uint8(i)
 	}
 	return m
 }()
 
-func indexOfClass(c prober.ErrorClass) uint8 {
+func indexOfClass(c results.ErrorClass) uint8 {
 	if i, ok := classIndex[c]; ok {
 		return i
 	}
-	return classIndex[prober.ClassOther]
+	return classIndex[results.ClassOther]
 }
 
 var (
-	abortedIdx = classIndex[prober.ClassAborted]
-	dnsIdx     = classIndex[prober.ClassDNS]
+	abortedIdx = classIndex[results.ClassAborted]
+	dnsIdx     = classIndex[results.ClassDNS]
 )
 
 // intervalsOf applies the interval rule to one poller's points, which must
 // be sorted by seq.
-func intervalsOf(name, backend string, conn prober.ConnectionType, pts []point, details []detail) []Interval {
+func intervalsOf(name, backend string, conn results.ConnectionType, pts []point, details []detail) []Interval {
 	var out []Interval
 	var cur *Interval
 	var lastEnd int64
@@ -138,7 +138,7 @@ func intervalsOf(name, backend string, conn prober.ConnectionType, pts []point, 
 
 // ComputeIntervals applies the interval rule to samples of any number of
 // pollers, in any order. The result is sorted by start, then name.
-func ComputeIntervals(samples []prober.Sample) []Interval {
+func ComputeIntervals(samples []results.Sample) []Interval {
 	return Analyze(samples).Intervals
 }
 

@@ -11,7 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/repro-tools/repro/prober"
+	"github.com/repro-tools/repro/results"
 )
 
 // Names and values origin uses in its monitor API (pkg/monitor/monitorapi)
@@ -93,7 +93,7 @@ type IntervalList struct {
 // DisruptionLocator returns the locator origin gives a backend sampler
 // (LocateDisruptionCheck): type Disruption with the stored name, the
 // connection type and the sampling instance.
-func DisruptionLocator(name string, conn prober.ConnectionType) Locator {
+func DisruptionLocator(name string, conn results.ConnectionType) Locator {
 	return Locator{Type: LocatorTypeDisruption, Keys: map[string]string{
 		LocatorBackendDisruptionNameKey: name,
 		LocatorConnectionKey:            string(conn),

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
 )
@@ -20,8 +19,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 var t0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
 // mk builds a sample of a 100ms poller: tick seq, taking dur, with class.
-func mk(backend string, conn prober.ConnectionType, seq int, dur time.Duration, class prober.ErrorClass) prober.Sample {
-	s := prober.Sample{
+func mk(backend string, conn results.ConnectionType, seq int, dur time.Duration, class results.ErrorClass) results.Sample {
+	s := results.Sample{
 		Backend: backend, Connection: conn, Seq: uint64(seq),
 		Start:    t0.Add(time.Duration(seq)*100*time.Millisecond + 137*time.Microsecond),
 		Duration: dur, ErrorClass: class,
@@ -29,23 +28,23 @@ func mk(backend string, conn prober.ConnectionType, seq int, dur time.Duration, 
 		Protocol: "HTTP/1.1", StatusCode: 200,
 	}
 	switch class {
-	case prober.ClassNone:
-	case prober.ClassHeaderTimeout:
+	case results.ClassNone:
+	case results.ClassHeaderTimeout:
 		s.Protocol, s.StatusCode = "", 0
 		s.Error = `Get "https://api.example:6443/api/v1/namespaces/default": net/http: timeout awaiting response headers`
-	case prober.ClassReset:
+	case results.ClassReset:
 		s.Protocol, s.StatusCode = "", 0
 		s.Error = `Get "https://api.example:6443/api/v1/namespaces/default": read tcp 10.0.0.1:5555->10.0.0.2:6443: read: connection reset by peer`
-	case prober.ClassDNS:
+	case results.ClassDNS:
 		s.Protocol, s.StatusCode = "", 0
 		s.Error = `Get "https://api.example:6443/api/v1/namespaces/default": dial tcp: lookup api.example: i/o timeout`
-	case prober.ClassHTTP429:
+	case results.ClassHTTP429:
 		s.StatusCode, s.RetryAfter = 429, "5"
 		s.Error = "HTTP 429 Too Many Requests: TooManyRequests: The apiserver is shutting down, please try again later."
-	case prober.ClassHTTPOther:
+	case results.ClassHTTPOther:
 		s.StatusCode = 401
 		s.Error = "HTTP 401 Unauthorized: Unauthorized: Unauthorized"
-	case prober.ClassAborted:
+	case results.ClassAborted:
 		s.Protocol, s.StatusCode = "", 0
 		s.Error = "context canceled"
 	}
@@ -73,18 +72,18 @@ func itoa(n int) string {
 // gap that turns into resets, a DNS blip and a gap still open at the end;
 // reused connections see a 429 gap and an aborted request; openshift-api is
 // healthy.
-func fixture() []prober.Sample {
+func fixture() []results.Sample {
 	const ms = time.Millisecond
-	ok, ht, rst, dns, r429, ab := prober.ClassNone, prober.ClassHeaderTimeout, prober.ClassReset, prober.ClassDNS, prober.ClassHTTP429, prober.ClassAborted
-	n, r := prober.NewConnections, prober.ReusedConnections
+	ok, ht, rst, dns, r429, ab := results.ClassNone, results.ClassHeaderTimeout, results.ClassReset, results.ClassDNS, results.ClassHTTP429, results.ClassAborted
+	n, r := results.NewConnections, results.ReusedConnections
 	plan := []struct {
-		conn  prober.ConnectionType
-		class prober.ErrorClass
+		conn  results.ConnectionType
+		class results.ErrorClass
 		dur   time.Duration
 	}{}
 	_ = plan
-	var ss []prober.Sample
-	newSeq := []prober.ErrorClass{ok, ok, ht, ht, ht, rst, ok, ok, dns, ok, ok, ht, ht}
+	var ss []results.Sample
+	newSeq := []results.ErrorClass{ok, ok, ht, ht, ht, rst, ok, ok, dns, ok, ok, ht, ht}
 	for i, c := range newSeq {
 		d := 12 * ms
 		if c == ht {
@@ -92,7 +91,7 @@ func fixture() []prober.Sample {
 		}
 		ss = append(ss, mk("kube-api", n, i, d, c))
 	}
-	reusedSeq := []prober.ErrorClass{ok, ok, ok, r429, r429, ab, r429, ok, ok, ok, ok, ok, ok}
+	reusedSeq := []results.ErrorClass{ok, ok, ok, r429, r429, ab, r429, ok, ok, ok, ok, ok, ok}
 	for i, c := range reusedSeq {
 		ss = append(ss, mk("kube-api", r, i, 3*ms, c))
 	}
@@ -113,7 +112,7 @@ func TestIntervalRules(t *testing.T) {
 	a := report.Analyze(fixture())
 	type want struct {
 		name    string
-		class   prober.ErrorClass
+		class   results.ErrorClass
 		from    int // seq whose start opens it
 		to      time.Time
 		samples int
@@ -122,12 +121,12 @@ func TestIntervalRules(t *testing.T) {
 	}
 	at := func(seq int) time.Time { return t0.Add(time.Duration(seq)*100*time.Millisecond + 137*time.Microsecond) }
 	wants := []want{
-		{"kube-api-new-connections", prober.ClassHeaderTimeout, 2, at(5), 3, false, false},
-		{"kube-api-reused-connections", prober.ClassHTTP429, 3, at(7), 3, false, false},
-		{"kube-api-new-connections", prober.ClassReset, 5, at(6), 1, false, false},
-		{"kube-api-new-connections", prober.ClassDNS, 8, at(9), 1, true, false},
+		{"kube-api-new-connections", results.ClassHeaderTimeout, 2, at(5), 3, false, false},
+		{"kube-api-reused-connections", results.ClassHTTP429, 3, at(7), 3, false, false},
+		{"kube-api-new-connections", results.ClassReset, 5, at(6), 1, false, false},
+		{"kube-api-new-connections", results.ClassDNS, 8, at(9), 1, true, false},
 		// open at the end: closes at the last sample's end (seq 12 + 12s)
-		{"kube-api-new-connections", prober.ClassHeaderTimeout, 11, at(12).Add(12 * time.Second), 2, false, true},
+		{"kube-api-new-connections", results.ClassHeaderTimeout, 11, at(12).Add(12 * time.Second), 2, false, true},
 	}
 	if len(a.Intervals) != len(wants) {
 		for _, iv := range a.Intervals {
@@ -261,7 +260,7 @@ func TestGoldenSummary(t *testing.T) {
 	golden(t, "summary.txt.golden", buf.Bytes())
 }
 
-func writeSamples(t testing.TB, dir string, ss []prober.Sample, tail string) {
+func writeSamples(t testing.TB, dir string, ss []results.Sample, tail string) {
 	t.Helper()
 	w, err := results.CreateJSONL(filepath.Join(dir, results.SamplesFile))
 	if err != nil {
@@ -325,7 +324,7 @@ func TestRebuildWithoutSamples(t *testing.T) {
 
 func TestRebuildCorruptMiddleLine(t *testing.T) {
 	dir := t.TempDir()
-	good := mk("kube-api", prober.NewConnections, 0, time.Millisecond, prober.ClassNone)
+	good := mk("kube-api", results.NewConnections, 0, time.Millisecond, results.ClassNone)
 	line := string(good.AppendJSON(nil)) + "\n"
 	os.WriteFile(filepath.Join(dir, results.SamplesFile), []byte(line+"garbage\n"+line), 0o644)
 	if _, err := report.Rebuild(dir); err == nil || !strings.Contains(err.Error(), "line 2") {

@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -98,12 +97,12 @@ func WriteSummary(w io.Writer, a *Analysis, run *results.Run) error {
 	return err
 }
 
-func classList(m map[prober.ErrorClass]int64) string {
+func classList(m map[results.ErrorClass]int64) string {
 	if len(m) == 0 {
 		return "-"
 	}
 	var parts []string
-	for _, c := range prober.ErrorClasses {
+	for _, c := range results.ErrorClasses {
 		if n := m[c]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s=%d", c, n))
 		}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -71,8 +70,8 @@ func TestBuildTimeline(t *testing.T) {
 func TestPlace(t *testing.T) {
 	tl := BuildTimeline(rolloutEvents())
 	iv := func(from, to int) Interval {
-		return Interval{Name: "kube-api-new-connections", Backend: "kube-api", Connection: prober.NewConnections,
-			From: at(from), To: at(to), Class: prober.ClassHeaderTimeout}
+		return Interval{Name: "kube-api-new-connections", Backend: "kube-api", Connection: results.NewConnections,
+			From: at(from), To: at(to), Class: results.ClassHeaderTimeout}
 	}
 	cases := []struct {
 		iv        Interval
@@ -138,14 +137,14 @@ func TestNextPhase(t *testing.T) {
 
 func TestGroupPlacements(t *testing.T) {
 	tl := BuildTimeline(rolloutEvents())
-	mk := func(name string, from, to int, class prober.ErrorClass) Interval {
+	mk := func(name string, from, to int, class results.ErrorClass) Interval {
 		return Interval{Name: name, From: at(from), To: at(to), Class: class}
 	}
 	ps := Place([]Interval{
-		mk("kube-api-new-connections", 21250, 21350, prober.ClassReset),
-		mk("oauth-api-new-connections", 21450, 21650, prober.ClassReset),
-		mk("kube-api-reused-connections", 22000, 22100, prober.ClassHTTP429),
-		mk("kube-api-new-connections", 24000, 24100, prober.ClassTLS),
+		mk("kube-api-new-connections", 21250, 21350, results.ClassReset),
+		mk("oauth-api-new-connections", 21450, 21650, results.ClassReset),
+		mk("kube-api-reused-connections", 22000, 22100, results.ClassHTTP429),
+		mk("kube-api-new-connections", 24000, 24100, results.ClassTLS),
 	}, tl)
 	g := groupPlacements(ps)
 	if len(g) != 2 {

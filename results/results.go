@@ -6,7 +6,7 @@
 //
 //	run.json                what ran: tool version, redacted command line,
 //	                        target server, start, end, status, extras
-//	samples.jsonl           one prober.Sample per line, streamed during the run
+//	samples.jsonl           one results.Sample per line, streamed during the run
 //	events.jsonl            (later) rollout timeline events, same streaming writer
 //	intervals.json          derived: disruption intervals, sippy/origin schema
 //	backend-disruption.json derived: origin's BackendDisruptionList

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
 )
@@ -58,16 +57,16 @@ func writeCompareFolder(t *testing.T, dir string, iterations int, gap time.Durat
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []prober.ConnectionType{prober.NewConnections, prober.ReusedConnections} {
+	for _, c := range []results.ConnectionType{results.NewConnections, results.ReusedConnections} {
 		for seq := 0; ; seq++ {
 			start := base.Add(time.Duration(seq) * 100 * time.Millisecond)
 			if !start.Before(end) {
 				break
 			}
-			s := prober.Sample{Backend: "kube-api", Connection: c, Seq: uint64(seq), Start: start, Duration: 10 * time.Millisecond, StatusCode: 200, Protocol: "HTTP/1.1"}
+			s := results.Sample{Backend: "kube-api", Connection: c, Seq: uint64(seq), Start: start, Duration: 10 * time.Millisecond, StatusCode: 200, Protocol: "HTTP/1.1"}
 			for _, g := range gaps {
 				if !start.Before(g) && start.Before(g.Add(gap)) {
-					s.StatusCode, s.Protocol, s.ErrorClass, s.Error = 0, "", prober.ClassHeaderTimeout, "net/http: timeout awaiting response headers"
+					s.StatusCode, s.Protocol, s.ErrorClass, s.Error = 0, "", results.ClassHeaderTimeout, "net/http: timeout awaiting response headers"
 				}
 			}
 			if err := w.Write(&s); err != nil {

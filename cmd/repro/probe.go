@@ -107,7 +107,7 @@ func runProbe(cmd *cobra.Command, o *rootOptions, po *probeOptions) error {
 	case first.StatusCode == 401 || first.StatusCode == 403:
 		log.Warn("the server refuses the kubeconfig's credentials; polling anyway, failures will be classed http-other",
 			zap.Int("status", first.StatusCode), zap.String("error", first.Error))
-	case first.ErrorClass != prober.ClassNone:
+	case first.ErrorClass != results.ClassNone:
 		log.Warn("preflight request failed; polling anyway", zap.String("class", string(first.ErrorClass)), zap.String("error", first.Error))
 	}
 

@@ -107,7 +107,7 @@ func remarshal(t *testing.T, in, out any) {
 const interval = prober.DefaultInterval
 
 // onlyClasses fails when any poller failed with a class outside allowed.
-func onlyClasses(t *testing.T, pr profileRun, allowed ...prober.ErrorClass) {
+func onlyClasses(t *testing.T, pr profileRun, allowed ...results.ErrorClass) {
 	t.Helper()
 	for _, p := range pr.a.Pollers {
 		for c, n := range p.Classes {
@@ -156,7 +156,7 @@ func TestProfileAWS417Regression(t *testing.T) {
 	for _, p := range pr.a.Pollers {
 		ht := time.Duration(0)
 		for _, iv := range pr.a.Intervals {
-			if iv.Name == p.Name && iv.Class == prober.ClassHeaderTimeout {
+			if iv.Name == p.Name && iv.Class == results.ClassHeaderTimeout {
 				ht += iv.Duration()
 				if iv.From.Before(f.From.Add(-interval)) || iv.From.After(f.From.Add(2*interval)) {
 					t.Errorf("%s: header timeouts from %s, the stall began at %s", p.Name, iv.From.Format("15:04:05.000"), f.From.Format("15:04:05.000"))
@@ -173,7 +173,7 @@ func TestProfileAWS417Regression(t *testing.T) {
 	}
 	// Besides the stall's header timeouts: at most the healthy lab's
 	// instant at a listener's close (see TestProfileHealthy).
-	onlyClasses(t, pr, prober.ClassHeaderTimeout, prober.ClassHTTP429)
+	onlyClasses(t, pr, results.ClassHeaderTimeout, results.ClassHTTP429)
 }
 
 func TestProfileEtcdStall(t *testing.T) {
@@ -185,8 +185,8 @@ func TestProfileEtcdStall(t *testing.T) {
 	window := f.To.Sub(f.From) - prober.DefaultProbeTimeout*4/5
 	newFailures := int64(0)
 	for _, p := range pr.a.Pollers {
-		if p.Connection == prober.NewConnections {
-			newFailures += p.Classes[prober.ClassHeaderTimeout]
+		if p.Connection == results.NewConnections {
+			newFailures += p.Classes[results.ClassHeaderTimeout]
 		}
 		// Only master-1's share of the requests fails, so no poller can
 		// lose more than the window plus the etcd client's resume (1 s).
@@ -195,7 +195,7 @@ func TestProfileEtcdStall(t *testing.T) {
 		}
 	}
 	for _, iv := range pr.a.Intervals {
-		if iv.Class == prober.ClassHeaderTimeout && (iv.From.Before(f.From.Add(-interval)) || iv.From.After(f.From.Add(window+time.Second))) {
+		if iv.Class == results.ClassHeaderTimeout && (iv.From.Before(f.From.Add(-interval)) || iv.From.After(f.From.Add(window+time.Second))) {
 			t.Errorf("%s: header timeout at %s outside the stall's %s + %v", iv.Name, iv.From.Format("15:04:05.000"), f.From.Format("15:04:05.000"), window)
 		}
 	}
@@ -206,16 +206,16 @@ func TestProfileEtcdStall(t *testing.T) {
 		t.Errorf("%d header timeouts on new connections, want the LB to have kept sending them to the stalled master-1", newFailures)
 	}
 	for _, p := range pr.places {
-		if p.Class == string(prober.ClassHeaderTimeout) && !strings.HasPrefix(p.ServedBy, "master-1") {
+		if p.Class == string(results.ClassHeaderTimeout) && !strings.HasPrefix(p.ServedBy, "master-1") {
 			t.Errorf("%s: header timeouts served by %q, want master-1", p.Name, p.ServedBy)
 		}
 	}
-	onlyClasses(t, pr, prober.ClassHeaderTimeout, prober.ClassHTTP429)
+	onlyClasses(t, pr, results.ClassHeaderTimeout, results.ClassHTTP429)
 }
 
 // refusals are what a client sees of a connection the LB sent to a port
 // that refuses: the reset cuts the TLS handshake or the request.
-var refusals = []prober.ErrorClass{prober.ClassReset, prober.ClassEOF, prober.ClassTLS, prober.ClassConnectRefused}
+var refusals = []results.ErrorClass{results.ClassReset, results.ClassEOF, results.ClassTLS, results.ClassConnectRefused}
 
 func TestProfileLateDeregistration(t *testing.T) {
 	pr := runProfile(t, "late-deregistration")
@@ -223,7 +223,7 @@ func TestProfileLateDeregistration(t *testing.T) {
 	// SIGTERM) and 11 s after the LB marked it unhealthy (1-2 s after
 	// SIGTERM): at most 3 s per node, 1-2 s typically, and only a share of
 	// the requests; its successor may already answer 503 or 429.
-	onlyClasses(t, pr, append(refusals, prober.ClassHTTP5xx, prober.ClassHTTP429)...)
+	onlyClasses(t, pr, append(refusals, results.ClassHTTP5xx, results.ClassHTTP429)...)
 	servedByRolledNode(t, pr)
 	total := int64(0)
 	for _, p := range pr.a.Pollers {
@@ -246,14 +246,14 @@ func TestProfileResetOnUnhealthy(t *testing.T) {
 	// healthy lab's instant at a listener's close.
 	for _, p := range pr.a.Pollers {
 		limit := int64(1)
-		if p.Connection == prober.ReusedConnections {
+		if p.Connection == results.ReusedConnections {
 			limit = 3 + 1
 		}
 		if p.Failures > limit {
 			t.Errorf("%s: %d failures, the mechanism predicts at most %d", p.Name, p.Failures, limit)
 		}
 	}
-	onlyClasses(t, pr, prober.ClassReset, prober.ClassEOF, prober.ClassHTTP429)
+	onlyClasses(t, pr, results.ClassReset, results.ClassEOF, results.ClassHTTP429)
 	// The mechanism acted: the LB reset established connections.
 	recs := readLBResets(t, pr.dir)
 	if recs == 0 {
@@ -290,7 +290,7 @@ func TestProfileBlackhole(t *testing.T) {
 	// the client: its next request times out waiting for headers. New
 	// connections late-routed there go unanswered in the TLS handshake, or
 	// are reset when the 15 s window ends.
-	onlyClasses(t, pr, append(refusals, prober.ClassHeaderTimeout, prober.ClassHTTP5xx, prober.ClassHTTP429)...)
+	onlyClasses(t, pr, append(refusals, results.ClassHeaderTimeout, results.ClassHTTP5xx, results.ClassHTTP429)...)
 	servedByRolledNode(t, pr)
 	//
 	// Measured: kube-apiserver answers "Connection: close" while it drains
@@ -301,9 +301,9 @@ func TestProfileBlackhole(t *testing.T) {
 	// (lab/lb TestBlackholeDropsNewAndEstablishedConnectionsToAStoppedTarget).
 	tlsTimeouts := int64(0)
 	for _, p := range pr.a.Pollers {
-		if p.Connection == prober.NewConnections {
-			tlsTimeouts += p.Classes[prober.ClassTLS]
-			if p.Classes[prober.ClassHeaderTimeout] > 0 {
+		if p.Connection == results.NewConnections {
+			tlsTimeouts += p.Classes[results.ClassTLS]
+			if p.Classes[results.ClassHeaderTimeout] > 0 {
 				t.Errorf("%s: header timeouts on new connections, which a blackhole cannot give (the apiserver never saw them)", p.Name)
 			}
 		}
@@ -327,7 +327,7 @@ func TestProfileShortShutdownDelay(t *testing.T) {
 	}
 	// Refused between the listener closing (at SIGTERM) and the LB's
 	// verdict (2 checks, 1-3 s): at most 3 s per node, a share of requests.
-	onlyClasses(t, pr, append(refusals, prober.ClassHTTP429)...)
+	onlyClasses(t, pr, append(refusals, results.ClassHTTP429)...)
 	servedByRolledNode(t, pr)
 	total := int64(0)
 	for _, p := range pr.a.Pollers {
@@ -347,7 +347,7 @@ func TestProfileEarlyHealthy(t *testing.T) {
 	// 503 before ready, 429 while CRD storage initialises; and, checked by
 	// TCP, the stopping one takes traffic after its listener closed until
 	// two connects fail (resets).
-	onlyClasses(t, pr, append(refusals, prober.ClassHTTP5xx, prober.ClassHTTP429)...)
+	onlyClasses(t, pr, append(refusals, results.ClassHTTP5xx, results.ClassHTTP429)...)
 	servedByRolledNode(t, pr)
 	total := int64(0)
 	for _, p := range pr.a.Pollers {

@@ -247,7 +247,7 @@ func TestRunRolloutOnTheLab(t *testing.T) {
 		// a reused request caught in the instant the old apiserver stops
 		// listening (its 429 "shutting down"): tolerance one poll interval
 		// and a half per poller, and never a header timeout.
-		if p.Disrupted > prober.DefaultInterval*3/2 || p.Classes[prober.ClassHeaderTimeout] > 0 {
+		if p.Disrupted > prober.DefaultInterval*3/2 || p.Classes[results.ClassHeaderTimeout] > 0 {
 			t.Errorf("%s: %d failures, %v disrupted (%v) on the healthy lab", p.Name, p.Failures, p.Disrupted, p.Classes)
 		}
 	}

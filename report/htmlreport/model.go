@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -21,7 +20,7 @@ type Run struct {
 	Info *results.Run
 	// ForEachSample calls fn for every sample of samples.jsonl, in any
 	// order. The sample is only valid during the call.
-	ForEachSample func(fn func(*prober.Sample)) error
+	ForEachSample func(fn func(*results.Sample)) error
 	// Pollers are the summary table rows, in display order; they also give
 	// the order of the sample lanes.
 	Pollers []Poller
@@ -314,7 +313,7 @@ func BuildRun(in *Run, classes []string, t0 time.Time) (*RunData, error) {
 	if in.ForEachSample == nil {
 		return nil, fmt.Errorf("no samples")
 	}
-	err := in.ForEachSample(func(s *prober.Sample) {
+	err := in.ForEachSample(func(s *results.Sample) {
 		name := s.Name()
 		if lanes[name] == nil {
 			lanes[name] = &Lane{Name: name, Backend: s.Backend, Connection: string(s.Connection), Err: map[int]int{}, Audit: map[int]string{}}
@@ -334,10 +333,10 @@ func BuildRun(in *Run, classes []string, t0 time.Time) (*RunData, error) {
 		if s.Reused {
 			r.r = 1
 		}
-		if s.ErrorClass != prober.ClassNone {
+		if s.ErrorClass != results.ClassNone {
 			c, ok := classIdx[string(s.ErrorClass)]
 			if !ok {
-				c = classIdx[string(prober.ClassOther)]
+				c = classIdx[string(results.ClassOther)]
 			}
 			r.c = c
 			msg := s.Error

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -15,21 +14,21 @@ var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 // smallRun is two pollers over 10 s, kube-api-new failing with
 // connect-refused from 3.0 s to 3.5 s (closed by the success at 3.5 s).
 func smallRun() *Run {
-	var samples []prober.Sample
-	for _, conn := range prober.ConnectionTypes {
+	var samples []results.Sample
+	for _, conn := range results.ConnectionTypes {
 		for i := 0; i < 100; i++ {
-			s := prober.Sample{Backend: "kube-api", Connection: conn, Seq: uint64(i), Start: t0.Add(time.Duration(i) * 100 * time.Millisecond),
+			s := results.Sample{Backend: "kube-api", Connection: conn, Seq: uint64(i), Start: t0.Add(time.Duration(i) * 100 * time.Millisecond),
 				Duration: 5 * time.Millisecond, StatusCode: 200, AuditID: "a-" + string(conn) + "-" + strings.Repeat("x", i%3),
-				Phases: prober.Phases{ConnectDone: time.Millisecond, TLSDone: 3 * time.Millisecond, FirstByte: 4900 * time.Microsecond}, LocalAddr: "127.0.0.1:1"}
-			if conn == prober.NewConnections && i >= 30 && i < 35 {
-				s.StatusCode, s.ErrorClass, s.Error, s.Phases = 0, prober.ClassConnectRefused, "dial tcp: connection refused", prober.Phases{}
+				Phases: results.Phases{ConnectDone: time.Millisecond, TLSDone: 3 * time.Millisecond, FirstByte: 4900 * time.Microsecond}, LocalAddr: "127.0.0.1:1"}
+			if conn == results.NewConnections && i >= 30 && i < 35 {
+				s.StatusCode, s.ErrorClass, s.Error, s.Phases = 0, results.ClassConnectRefused, "dial tcp: connection refused", results.Phases{}
 			}
 			samples = append(samples, s)
 		}
 	}
 	return &Run{
 		Label: "small",
-		ForEachSample: func(fn func(*prober.Sample)) error {
+		ForEachSample: func(fn func(*results.Sample)) error {
 			// Reverse order: the page must sort by sequence.
 			for i := len(samples) - 1; i >= 0; i-- {
 				fn(&samples[i])
@@ -215,20 +214,20 @@ func TestLevelsKeepFailuresAndNeighbours(t *testing.T) {
 }
 
 func TestLargeRunKeepsAuditIDsWhereItMatters(t *testing.T) {
-	var samples []prober.Sample
+	var samples []results.Sample
 	n := fullAuditLimit + 1000
 	for i := 0; i < n; i++ {
-		s := prober.Sample{Backend: "kube-api", Connection: "new", Seq: uint64(i), Start: t0.Add(time.Duration(i) * 100 * time.Millisecond),
+		s := results.Sample{Backend: "kube-api", Connection: "new", Seq: uint64(i), Start: t0.Add(time.Duration(i) * 100 * time.Millisecond),
 			Duration: 5 * time.Millisecond, StatusCode: 200, AuditID: "id"}
 		if i == 500 {
-			s.ErrorClass, s.StatusCode = prober.ClassHeaderTimeout, 0
+			s.ErrorClass, s.StatusCode = results.ClassHeaderTimeout, 0
 		}
 		if i == 900 {
 			s.Duration = 1500 * time.Millisecond
 		}
 		samples = append(samples, s)
 	}
-	in := &Run{ForEachSample: func(fn func(*prober.Sample)) error {
+	in := &Run{ForEachSample: func(fn func(*results.Sample)) error {
 		for i := range samples {
 			fn(&samples[i])
 		}

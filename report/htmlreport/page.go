@@ -11,7 +11,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/repro-tools/repro/prober"
+	"github.com/repro-tools/repro/results"
 )
 
 // FileName is the page written into every results folder.
@@ -30,8 +30,8 @@ var pageTmpl = template.Must(template.New("page").Parse(pageHTML))
 
 // Classes returns the error classes in the order the page colours them.
 func Classes() []string {
-	out := make([]string, 0, len(prober.ErrorClasses))
-	for _, c := range prober.ErrorClasses {
+	out := make([]string, 0, len(results.ErrorClasses))
+	for _, c := range results.ErrorClasses {
 		out = append(out, string(c))
 	}
 	return out

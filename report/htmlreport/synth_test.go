@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -19,7 +18,7 @@ import (
 type synthGap struct {
 	poller   string
 	from, to time.Duration // from the run start; samples starting in [from, to) fail
-	class    prober.ErrorClass
+	class    results.ErrorClass
 	node     string
 }
 
@@ -104,23 +103,23 @@ func synthetic(t testing.TB, dir string, dur time.Duration, gaps []synthGap) tim
 	var buf []byte
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, b := range []string{"kube-api", "openshift-api", "oauth-api"} {
-		for ci, conn := range prober.ConnectionTypes {
-			name := prober.PollerName(b, conn)
+		for ci, conn := range results.ConnectionTypes {
+			name := results.PollerName(b, conn)
 			reusedAddr := fmt.Sprintf("127.0.0.1:%d", 10000+len(name)*10+ci)
-			if conn == prober.ReusedConnections {
+			if conn == results.ReusedConnections {
 				fmt.Fprintf(lw, `{"event":"open","client":%q,"target":"master-1","opened":%q}`+"\n", reusedAddr, start.Add(-time.Second).Format(time.RFC3339Nano))
 			}
 			for i := 0; i < ticks; i++ {
 				off := time.Duration(i) * 100 * time.Millisecond
 				// Realistic jitter: starts up to 3 ms late, log-normal
 				// durations around 6 ms with a tail, random audit IDs.
-				s := prober.Sample{Backend: b, Connection: conn, Seq: uint64(i), Start: start.Add(off + time.Duration(rng.IntN(3000))*time.Microsecond),
+				s := results.Sample{Backend: b, Connection: conn, Seq: uint64(i), Start: start.Add(off + time.Duration(rng.IntN(3000))*time.Microsecond),
 					Duration: time.Duration(float64(6*time.Millisecond) * math.Exp(rng.NormFloat64()*0.5)), StatusCode: 200, Protocol: "HTTP/1.1",
 					AuditID: fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", rng.Uint32(), rng.IntN(1<<16), rng.IntN(1<<12), rng.IntN(1<<12), rng.Uint64()&(1<<48-1)), RemoteAddr: "127.0.0.1:6443"}
-				if conn == prober.NewConnections {
+				if conn == results.NewConnections {
 					c := time.Duration(200+rng.IntN(300)) * time.Microsecond
 					s.Duration += 3 * time.Millisecond
-					s.Phases = prober.Phases{ConnectDone: c, TLSDone: c + time.Duration(2000+rng.IntN(800))*time.Microsecond, WroteRequest: c + 2900*time.Microsecond, FirstByte: s.Duration - 200*time.Microsecond}
+					s.Phases = results.Phases{ConnectDone: c, TLSDone: c + time.Duration(2000+rng.IntN(800))*time.Microsecond, WroteRequest: c + 2900*time.Microsecond, FirstByte: s.Duration - 200*time.Microsecond}
 					port++
 					if port > 60000 {
 						port = 20000
@@ -130,17 +129,17 @@ func synthetic(t testing.TB, dir string, dur time.Duration, gaps []synthGap) tim
 					fmt.Fprintf(lw, `{"event":"open","client":%q,"target":%q,"opened":%q,"closed":%q}`+"\n", s.LocalAddr, target, s.Start.Format(time.RFC3339Nano), s.Start.Add(s.Duration).Format(time.RFC3339Nano))
 				} else {
 					s.Reused = i > 0
-					s.Phases = prober.Phases{WroteRequest: 100 * time.Microsecond, FirstByte: s.Duration - 200*time.Microsecond}
+					s.Phases = results.Phases{WroteRequest: 100 * time.Microsecond, FirstByte: s.Duration - 200*time.Microsecond}
 					s.LocalAddr = reusedAddr
 				}
 				for _, g := range gaps {
 					if g.poller == name && off >= g.from && off < g.to {
 						s.ErrorClass, s.StatusCode, s.Phases.FirstByte = g.class, 0, 0
 						s.Error = "Get \"https://127.0.0.1:6443/api/v1/namespaces/default\": " + string(g.class)
-						if g.class == prober.ClassHeaderTimeout {
+						if g.class == results.ClassHeaderTimeout {
 							s.Duration = 2 * time.Second
 						}
-						if g.node != "" && conn == prober.NewConnections {
+						if g.node != "" && conn == results.NewConnections {
 							fmt.Fprintf(lw, `{"event":"open","client":%q,"target":%q,"opened":%q}`+"\n", s.LocalAddr, g.node, s.Start.Format(time.RFC3339Nano))
 						}
 					}
@@ -167,8 +166,8 @@ func standardGaps(dur time.Duration) []synthGap {
 	tr := dur / 3
 	return []synthGap{
 		// master-0 stops serving at trigger+11.05 s.
-		{poller: "kube-api-new-connections", from: tr + 11100*time.Millisecond, to: tr + 12*time.Second, class: prober.ClassConnectRefused, node: "master-0"},
-		{poller: "openshift-api-reused-connections", from: tr + 11200*time.Millisecond, to: tr + 15*time.Second, class: prober.ClassHeaderTimeout},
-		{poller: "oauth-api-new-connections", from: tr + 11300*time.Millisecond, to: tr + 11400*time.Millisecond, class: prober.ClassTLS, node: "master-0"},
+		{poller: "kube-api-new-connections", from: tr + 11100*time.Millisecond, to: tr + 12*time.Second, class: results.ClassConnectRefused, node: "master-0"},
+		{poller: "openshift-api-reused-connections", from: tr + 11200*time.Millisecond, to: tr + 15*time.Second, class: results.ClassHeaderTimeout},
+		{poller: "oauth-api-new-connections", from: tr + 11300*time.Millisecond, to: tr + 11400*time.Millisecond, class: results.ClassTLS, node: "master-0"},
 	}
 }

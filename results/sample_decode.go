@@ -1,4 +1,4 @@
-package prober
+package results
 
 import (
 	"strconv"
@@ -34,7 +34,8 @@ func decodeSampleFast(data []byte, s *Sample) bool {
 		}
 		i = skipWS(data, i+1)
 		switch string(key) {
-		case "backend", "connection", "start", "local_addr", "remote_addr", "protocol", "error_class", "error", "audit_id", "retry_after":
+		case "backend", "connection", "start", "local_addr", "remote_addr", "protocol", "error_class", "error", "audit_id", "retry_after",
+			"vantage", "target", "disruption_header", "served_by":
 			v, j, ok := readRawString(data, i)
 			if !ok {
 				return false
@@ -65,6 +66,14 @@ func decodeSampleFast(data []byte, s *Sample) bool {
 				s.AuditID = string(v)
 			case "retry_after":
 				s.RetryAfter = string(v)
+			case "vantage":
+				s.Vantage = string(v)
+			case "target":
+				s.Target = string(v)
+			case "disruption_header":
+				s.DisruptionHeader = string(v)
+			case "served_by":
+				s.ServedBy = string(v)
 			}
 		case "seq", "status":
 			j := i
@@ -81,7 +90,7 @@ func decodeSampleFast(data []byte, s *Sample) bool {
 				s.StatusCode = int(n)
 			}
 			i = j
-		case "duration_ms", "dns_start_ms", "dns_done_ms", "connect_done_ms", "tls_done_ms", "wrote_request_ms", "first_byte_ms":
+		case "duration_ms", "dns_start_ms", "dns_done_ms", "connect_done_ms", "tls_done_ms", "wrote_request_ms", "first_byte_ms", "shutdown_elapsed_ms":
 			d, j, ok := readMillis(data, i)
 			if !ok {
 				return false
@@ -102,15 +111,23 @@ func decodeSampleFast(data []byte, s *Sample) bool {
 				s.Phases.WroteRequest = d
 			case "first_byte_ms":
 				s.Phases.FirstByte = d
+			case "shutdown_elapsed_ms":
+				s.ShutdownElapsed = d
 			}
-		case "reused":
+		case "reused", "server_shutdown":
+			var b bool
 			switch {
 			case len(data) >= i+4 && string(data[i:i+4]) == "true":
-				s.Reused, i = true, i+4
+				b, i = true, i+4
 			case len(data) >= i+5 && string(data[i:i+5]) == "false":
-				s.Reused, i = false, i+5
+				b, i = false, i+5
 			default:
 				return false
+			}
+			if string(key) == "reused" {
+				s.Reused = b
+			} else {
+				s.ServerShutdown = b
 			}
 		default:
 			return false
@@ -186,9 +203,9 @@ func readMillis(b []byte, i int) (time.Duration, int, bool) {
 }
 
 func internBackend(v []byte) string {
-	for i := range KnownBackends {
-		if KnownBackends[i].Name == string(v) {
-			return KnownBackends[i].Name
+	for _, name := range BackendOrder {
+		if name == string(v) {
+			return name
 		}
 	}
 	return string(v)

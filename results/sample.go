@@ -1,4 +1,4 @@
-package prober
+package results
 
 import (
 	"encoding/json"
@@ -27,9 +27,13 @@ const (
 	// ClassDNS: name resolution failed. Like origin, this is treated as an
 	// outage of the sampler, not disruption of the cluster.
 	ClassDNS ErrorClass = "dns"
-	// ClassTLS: the TLS handshake failed or timed out, or the server
-	// certificate did not verify.
+	// ClassTLS: the TLS handshake failed (x509 verification, a protocol
+	// alert); a handshake that timed out is ClassTLSHandshakeTimeout.
 	ClassTLS ErrorClass = "tls"
+	// ClassTLSHandshakeTimeout: connected, but the TLS handshake did not
+	// complete within the TLS handshake timeout: a target (or proxy) that
+	// accepts and then says nothing.
+	ClassTLSHandshakeTimeout ErrorClass = "tls-handshake-timeout"
 	// ClassReset: the peer reset the connection (RST) or the pipe broke.
 	ClassReset ErrorClass = "reset"
 	// ClassEOF: the peer closed the connection cleanly before answering.
@@ -39,9 +43,19 @@ const (
 	ClassHTTP429 ErrorClass = "http-429"
 	// ClassHTTP5xx: the server answered with a 5xx status.
 	ClassHTTP5xx ErrorClass = "http-5xx"
-	// ClassHTTPOther: any other status outside 200-399, including 401 and
-	// 403 (expired or insufficient credentials).
+	// ClassAuth: the server answered 401 or 403. During a rollout a 401 is
+	// an authentication outage (a restarted kube-apiserver starts with a
+	// cold token cache and checks oauth tokens through oauth-apiserver),
+	// not a network one.
+	ClassAuth ErrorClass = "auth"
+	// ClassHTTPOther: any other status outside 200-399.
 	ClassHTTPOther ErrorClass = "http-other"
+	// ClassHTTP2GoAway: the HTTP/2 server sent GOAWAY and the request was
+	// not processed on that connection.
+	ClassHTTP2GoAway ErrorClass = "http2-goaway"
+	// ClassHTTP2Stream: an HTTP/2 stream error (RST_STREAM or a stream
+	// reset by the transport).
+	ClassHTTP2Stream ErrorClass = "http2-stream"
 	// ClassClientTimeout: the whole request exceeded --probe-timeout
 	// without any of the per-phase timeouts firing first (e.g. a slow body).
 	ClassClientTimeout ErrorClass = "client-timeout"
@@ -55,7 +69,8 @@ const (
 // ErrorClasses lists every failure class, in the order reports show them.
 var ErrorClasses = []ErrorClass{
 	ClassHeaderTimeout, ClassConnectRefused, ClassConnectTimeout, ClassDNS, ClassTLS,
-	ClassReset, ClassEOF, ClassHTTP429, ClassHTTP5xx, ClassHTTPOther, ClassClientTimeout,
+	ClassTLSHandshakeTimeout, ClassReset, ClassEOF, ClassHTTP429, ClassHTTP5xx, ClassAuth,
+	ClassHTTPOther, ClassHTTP2GoAway, ClassHTTP2Stream, ClassClientTimeout,
 	ClassOther, ClassAborted,
 }
 
@@ -105,6 +120,18 @@ type Phases struct {
 //	error             string  error text, secrets redacted; omitted on success
 //	audit_id          string  the Audit-ID header sent with the request
 //	retry_after       string  the Retry-After header of a 429/503, if any
+//	vantage           string  where the poller reached the API from
+//	                          ("internal-lb", "direct", ...); omitted for
+//	                          the external load balancer, the default
+//	target            string  the node a "direct" poller polls; omitted
+//	                          otherwise
+//	disruption_header string  the X-OpenShift-Disruption response header
+//	                          as received (openshift/kubernetes #1537);
+//	                          omitted when the server sent none
+//	served_by         string  its host=, the apiserver that answered
+//	server_shutdown   bool    its shutdown=true; omitted when false
+//	shutdown_elapsed_ms number its elapsed=, time since that apiserver's
+//	                          shutdown began; omitted when not shutting down
 //
 // All durations in samples.jsonl are milliseconds as JSON numbers with three
 // decimals (microsecond precision).
@@ -124,6 +151,19 @@ type Sample struct {
 	Error      string
 	AuditID    string
 	RetryAfter string
+	// Vantage is where the poller reached the API from; empty means the
+	// external load balancer.
+	Vantage string
+	// Target is the node a direct poller polls.
+	Target string
+	// DisruptionHeader is the X-OpenShift-Disruption response header as
+	// received; ServedBy, ServerShutdown and ShutdownElapsed are parsed
+	// from it. All are empty when the server sent none (upstream
+	// kube-apiserver never does).
+	DisruptionHeader string
+	ServedBy         string
+	ServerShutdown   bool
+	ShutdownElapsed  time.Duration
 }
 
 // Name returns the poller name of the sample, e.g. "kube-api-new-connections".
@@ -175,6 +215,14 @@ func (s *Sample) AppendJSON(b []byte) []byte {
 	b = append(b, `,"audit_id":`...)
 	b = appendJSONString(b, s.AuditID)
 	b = appendOptString(b, `,"retry_after":`, s.RetryAfter)
+	b = appendOptString(b, `,"vantage":`, s.Vantage)
+	b = appendOptString(b, `,"target":`, s.Target)
+	b = appendOptString(b, `,"disruption_header":`, s.DisruptionHeader)
+	b = appendOptString(b, `,"served_by":`, s.ServedBy)
+	if s.ServerShutdown {
+		b = append(b, `,"server_shutdown":true`...)
+	}
+	b = appendPhase(b, `,"shutdown_elapsed_ms":`, s.ShutdownElapsed)
 	return append(b, '}')
 }
 
@@ -200,6 +248,12 @@ type sampleJSON struct {
 	Error       string     `json:"error"`
 	AuditID     string     `json:"audit_id"`
 	RetryAfter  string     `json:"retry_after"`
+	Vantage     string     `json:"vantage"`
+	Target      string     `json:"target"`
+	DisruptionH string     `json:"disruption_header"`
+	ServedBy    string     `json:"served_by"`
+	Shutdown    bool       `json:"server_shutdown"`
+	ElapsedMs   float64    `json:"shutdown_elapsed_ms"`
 }
 
 // UnmarshalJSON decodes a sample written by MarshalJSON. Lines in the
@@ -239,6 +293,13 @@ func (s *Sample) UnmarshalJSON(data []byte) error {
 		Error:      j.Error,
 		AuditID:    j.AuditID,
 		RetryAfter: j.RetryAfter,
+
+		Vantage:          j.Vantage,
+		Target:           j.Target,
+		DisruptionHeader: j.DisruptionH,
+		ServedBy:         j.ServedBy,
+		ServerShutdown:   j.Shutdown,
+		ShutdownElapsed:  fromMillis(j.ElapsedMs),
 	}
 	return nil
 }
@@ -302,4 +363,43 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// ConnectionType says whether a poller opens a fresh connection per request
+// or keeps its connections alive.
+type ConnectionType string
+
+const (
+	// NewConnections opens a new TCP+TLS connection for every request.
+	NewConnections ConnectionType = "new"
+	// ReusedConnections keeps connections alive between requests.
+	ReusedConnections ConnectionType = "reused"
+)
+
+// ConnectionTypes lists both connection types in the order pollers are built.
+var ConnectionTypes = []ConnectionType{NewConnections, ReusedConnections}
+
+// PollerName returns the name origin stores disruption under for a backend
+// and connection type, e.g. "kube-api-new-connections".
+func PollerName(backend string, conn ConnectionType) string {
+	return backend + "-" + string(conn) + "-connections"
+}
+
+// BackendOrder lists origin's API backend names
+// (openshift/origin pkg/monitortests/kubeapiserver/disruptionlegacyapiservers)
+// in the order reports show them. Decoding interns these names, so a
+// million samples share a handful of strings.
+var BackendOrder = []string{
+	"kube-api", "openshift-api", "oauth-api",
+	"cache-kube-api", "cache-openshift-api", "cache-oauth-api",
+}
+
+// BackendRank is a backend's place in BackendOrder; unknown names sort last.
+func BackendRank(name string) int {
+	for i, b := range BackendOrder {
+		if b == name {
+			return i
+		}
+	}
+	return len(BackendOrder)
 }
