@@ -120,6 +120,8 @@ type Phases struct {
 //	error             string  error text, secrets redacted; omitted on success
 //	audit_id          string  the Audit-ID header sent with the request
 //	retry_after       string  the Retry-After header of a 429/503, if any
+//	http2             bool    the poller was configured for HTTP/2;
+//	                          omitted when false
 //	vantage           string  where the poller reached the API from
 //	                          ("internal-lb", "direct", ...); omitted for
 //	                          the external load balancer, the default
@@ -151,6 +153,9 @@ type Sample struct {
 	Error      string
 	AuditID    string
 	RetryAfter string
+	// HTTP2 says the poller was configured for HTTP/2 (Protocol is what
+	// a response actually negotiated).
+	HTTP2 bool
 	// Vantage is where the poller reached the API from; empty means the
 	// external load balancer.
 	Vantage string
@@ -166,8 +171,15 @@ type Sample struct {
 	ShutdownElapsed  time.Duration
 }
 
-// Name returns the poller name of the sample, e.g. "kube-api-new-connections".
-func (s *Sample) Name() string { return PollerName(s.Backend, s.Connection) }
+// Name returns the poller name of the sample: origin's legacy name
+// ("kube-api-new-connections") for HTTP/1.1 through the external load
+// balancer, origin's newer name with protocol and load balancer type for
+// anything else ("kube-api-http2-external-lb-new-connections",
+// "kube-api-http1-internal-lb-reused-connections"), so those never merge
+// into the legacy history.
+func (s *Sample) Name() string {
+	return SamplerName(s.Backend, s.HTTP2, s.Vantage, s.Target, s.Connection)
+}
 
 // OK reports whether the request succeeded (status 200-399).
 func (s *Sample) OK() bool { return s.ErrorClass == ClassNone }
@@ -215,6 +227,9 @@ func (s *Sample) AppendJSON(b []byte) []byte {
 	b = append(b, `,"audit_id":`...)
 	b = appendJSONString(b, s.AuditID)
 	b = appendOptString(b, `,"retry_after":`, s.RetryAfter)
+	if s.HTTP2 {
+		b = append(b, `,"http2":true`...)
+	}
 	b = appendOptString(b, `,"vantage":`, s.Vantage)
 	b = appendOptString(b, `,"target":`, s.Target)
 	b = appendOptString(b, `,"disruption_header":`, s.DisruptionHeader)
@@ -248,6 +263,7 @@ type sampleJSON struct {
 	Error       string     `json:"error"`
 	AuditID     string     `json:"audit_id"`
 	RetryAfter  string     `json:"retry_after"`
+	HTTP2       bool       `json:"http2"`
 	Vantage     string     `json:"vantage"`
 	Target      string     `json:"target"`
 	DisruptionH string     `json:"disruption_header"`
@@ -294,6 +310,7 @@ func (s *Sample) UnmarshalJSON(data []byte) error {
 		AuditID:    j.AuditID,
 		RetryAfter: j.RetryAfter,
 
+		HTTP2:            j.HTTP2,
 		Vantage:          j.Vantage,
 		Target:           j.Target,
 		DisruptionHeader: j.DisruptionH,
@@ -380,9 +397,38 @@ const (
 var ConnectionTypes = []ConnectionType{NewConnections, ReusedConnections}
 
 // PollerName returns the name origin stores disruption under for a backend
-// and connection type, e.g. "kube-api-new-connections".
+// and connection type, e.g. "kube-api-new-connections" (origin's legacy
+// sampler, pkg/monitor/backenddisruption).
 func PollerName(backend string, conn ConnectionType) string {
 	return backend + "-" + string(conn) + "-connections"
+}
+
+// VantageExternalLB is the default vantage: the cluster's external API
+// load balancer, origin's "external-lb" (pkg/disruption/backend).
+const VantageExternalLB = "external-lb"
+
+// SamplerName names a poller. HTTP/1.1 through the external load balancer
+// keeps origin's legacy PollerName; any other protocol or vantage takes
+// origin's newer form <target>-<http1|http2>-<load balancer type>-<new|reused>-connections
+// (openshift/origin pkg/disruption/ci/factory.go TestDescriptor.Name). A
+// direct poller's load balancer type is "direct-<node>": it reaches one
+// node's apiserver, and each node is its own series.
+func SamplerName(backend string, http2 bool, vantage, target string, conn ConnectionType) string {
+	if !http2 && (vantage == "" || vantage == VantageExternalLB) {
+		return PollerName(backend, conn)
+	}
+	proto := "http1"
+	if http2 {
+		proto = "http2"
+	}
+	lbType := vantage
+	if lbType == "" {
+		lbType = VantageExternalLB
+	}
+	if target != "" {
+		lbType += "-" + target
+	}
+	return backend + "-" + proto + "-" + lbType + "-" + string(conn) + "-connections"
 }
 
 // BackendOrder lists origin's API backend names

@@ -114,7 +114,7 @@ func decodeSampleFast(data []byte, s *Sample) bool {
 			case "shutdown_elapsed_ms":
 				s.ShutdownElapsed = d
 			}
-		case "reused", "server_shutdown":
+		case "reused", "server_shutdown", "http2":
 			var b bool
 			switch {
 			case len(data) >= i+4 && string(data[i:i+4]) == "true":
@@ -124,9 +124,12 @@ func decodeSampleFast(data []byte, s *Sample) bool {
 			default:
 				return false
 			}
-			if string(key) == "reused" {
+			switch string(key) {
+			case "reused":
 				s.Reused = b
-			} else {
+			case "http2":
+				s.HTTP2 = b
+			default:
 				s.ServerShutdown = b
 			}
 		default:

@@ -58,7 +58,7 @@ func TestFastDecodeMatchesEncodingJSON(t *testing.T) {
 			Duration: 15 * time.Second, Reused: true, ErrorClass: results.ClassHTTP429, StatusCode: 429, RetryAfter: "5",
 			Error: `quote " backslash \ newline` + "\n", AuditID: "y"},
 		{Backend: "oauth-api", Connection: results.NewConnections, Seq: 2, Start: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
-			Duration: time.Millisecond, StatusCode: 200, AuditID: "z", Vantage: "direct", Target: "master-1",
+			Duration: time.Millisecond, StatusCode: 200, AuditID: "z", HTTP2: true, Vantage: "direct", Target: "master-1",
 			DisruptionHeader: "shutdown=true elapsed=1.5s host=master-1", ServedBy: "master-1",
 			ServerShutdown: true, ShutdownElapsed: 1500 * time.Millisecond},
 	}
@@ -79,5 +79,23 @@ func TestFastDecodeMatchesEncodingJSON(t *testing.T) {
 	}
 	if s.Duration != 15*time.Millisecond || s.Error != "aA" || s.Seq != 3 {
 		t.Errorf("fallback decode: %+v", s)
+	}
+}
+
+func TestSamplerName(t *testing.T) {
+	for _, c := range []struct {
+		http2           bool
+		vantage, target string
+		want            string
+	}{
+		{false, "", "", "kube-api-new-connections"},
+		{false, results.VantageExternalLB, "", "kube-api-new-connections"},
+		{true, "", "", "kube-api-http2-external-lb-new-connections"},
+		{false, "internal-lb", "", "kube-api-http1-internal-lb-new-connections"},
+		{false, "direct", "master-0", "kube-api-http1-direct-master-0-new-connections"},
+	} {
+		if got := results.SamplerName("kube-api", c.http2, c.vantage, c.target, results.NewConnections); got != c.want {
+			t.Errorf("SamplerName(%v, %q, %q) = %q, want %q", c.http2, c.vantage, c.target, got, c.want)
+		}
 	}
 }
