@@ -240,7 +240,13 @@ func TestConnectionRecordsAttributeClients(t *testing.T) {
 	if n := len(l.Connections()); n != 4 {
 		t.Fatalf("%d records, want 4", n)
 	}
-	lines := strings.Split(strings.TrimSpace(stream.String()), "\n")
+	// The record is marked closed just before its close line is written, so
+	// the last line may trail the last waitFor above.
+	var lines []string
+	waitFor(t, "close lines written", func() bool {
+		lines = strings.Split(strings.TrimSpace(stream.String()), "\n")
+		return len(lines) >= 8
+	})
 	if len(lines) != 8 {
 		t.Fatalf("stream has %d lines, want open+close for 4 connections:\n%s", len(lines), stream.String())
 	}
