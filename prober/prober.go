@@ -117,6 +117,7 @@ type poller struct {
 	client  *http.Client
 	trans   *http.Transport
 	sem     chan struct{}
+	offset  time.Duration // this poller's tick phase within the interval
 	stats   liveStats
 	log     *zap.Logger
 
@@ -168,6 +169,7 @@ func New(rc *rest.Config, opts ...Option) (*Prober, error) {
 	}
 	p := &Prober{cfg: c, server: server}
 	bound := InFlightBound(c.probeTimeout, c.interval)
+	n := time.Duration(len(c.backends) * len(c.connTypes))
 	for _, b := range c.backends {
 		for _, ct := range c.connTypes {
 			client, trans, err := newClient(rc, tlsCfg, ct, c)
@@ -180,7 +182,12 @@ func New(rc *rest.Config, opts ...Option) (*Prober, error) {
 				url:    server + b.Path,
 				client: client, trans: trans,
 				sem: make(chan struct{}, bound),
-				log: c.log.With(zap.String("poller", name)),
+				// Pollers fire at evenly spread phases of the interval,
+				// not all at the same instant: a burst of simultaneous
+				// handshakes would queue each request behind the others
+				// on the CPU and measure the prober, not the server.
+				offset: c.interval * time.Duration(len(p.pollers)) / n,
+				log:    c.log.With(zap.String("poller", name)),
 			})
 		}
 	}
@@ -267,7 +274,25 @@ func (p *Prober) PollerNames() []string {
 	return out
 }
 
-// Base returns the instant tick 0 was scheduled at (zero before Run).
+// TickTime returns the wall-clock instant at which tick seq of the named
+// poller was scheduled: Base plus the poller's phase (pollers are spread
+// evenly over one interval) plus seq intervals. It is zero before Run or
+// for an unknown name.
+func (p *Prober) TickTime(name string, seq uint64) time.Time {
+	base := p.Base()
+	if base.IsZero() {
+		return time.Time{}
+	}
+	for _, pl := range p.pollers {
+		if pl.name == name {
+			return base.Add(pl.offset + time.Duration(seq)*p.cfg.interval)
+		}
+	}
+	return time.Time{}
+}
+
+// Base returns the instant the run's schedule starts from (zero before
+// Run); tick 0 of the first poller is due then.
 func (p *Prober) Base() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -356,7 +381,7 @@ func (p *Prober) Run(ctx context.Context) <-chan results.Sample {
 	return out
 }
 
-// schedule fires the ticks of one poller at base + seq*interval. A tick
+// schedule fires the ticks of one poller at base + offset + seq*interval. A tick
 // that cannot start because the in-flight bound is reached, or that was
 // missed because the process was stalled for more than an interval, is
 // counted as skipped and logged; missed ticks are never fired in a burst.
@@ -370,7 +395,7 @@ func (p *Prober) schedule(ctx, reqCtx context.Context, pl *poller, base, baseWal
 	defer timer.Stop()
 	var seq uint64
 	for seq < maxTicks {
-		due := base.Add(time.Duration(seq) * interval)
+		due := base.Add(pl.offset + time.Duration(seq)*interval)
 		if wait := time.Until(due); wait > 0 {
 			timer.Reset(wait)
 			select {

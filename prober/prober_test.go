@@ -140,10 +140,9 @@ func TestHealthyServer(t *testing.T) {
 			// Start times follow the absolute schedule: never early, and
 			// less than one interval late (later ticks are skipped), with
 			// no drift however long the run.
-			base := p.Base()
 			for name, ss := range got {
 				for _, s := range ss {
-					lag := s.Start.Sub(base.Add(time.Duration(s.Seq) * 25 * time.Millisecond))
+					lag := s.Start.Sub(p.TickTime(name, s.Seq))
 					if lag < 0 || lag >= 25*time.Millisecond {
 						t.Errorf("%s seq %d started %v off its schedule", name, s.Seq, lag)
 					}
