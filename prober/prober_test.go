@@ -179,7 +179,8 @@ func TestFailureClasses(t *testing.T) {
 		{"429/HTTP2", mode429, true, results.ClassHTTP429, 429, "shutting down"},
 		{"503/HTTP1.1", mode503, false, results.ClassHTTP5xx, 503, "not ready"},
 		{"503/HTTP2", mode503, true, results.ClassHTTP5xx, 503, "not ready"},
-		{"401/HTTP1.1", mode401, false, results.ClassHTTPOther, 401, "Unauthorized"},
+		{"401/HTTP1.1", mode401, false, results.ClassAuth, 401, "Unauthorized"},
+		{"403/HTTP2", mode403, true, results.ClassAuth, 403, "Forbidden"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
