@@ -158,6 +158,8 @@ type poller struct {
 	name    string
 	url     string
 	ua      string
+	uaValue []string // ua as a header value, shared by all requests
+	auth    []string // "Bearer <token>" for a static token, else nil
 	client  *http.Client
 	trans   *http.Transport
 	sem     chan struct{}
@@ -255,9 +257,11 @@ func New(rc *rest.Config, opts ...Option) (*Prober, error) {
 				}
 				p.pollers = append(p.pollers, &poller{
 					backend: b, conn: ct, target: tg, http2: c.http2, name: name,
-					url:    base + b.Path,
-					ua:     c.userAgent + " " + name,
-					client: client, trans: trans,
+					url:     base + b.Path,
+					ua:      c.userAgent + " " + name,
+					uaValue: []string{c.userAgent + " " + name},
+					auth:    staticBearer(rc),
+					client:  client, trans: trans,
 					sem: make(chan struct{}, bound),
 					// Pollers fire at evenly spread phases of the interval,
 					// not all at the same instant: a burst of simultaneous
@@ -270,6 +274,17 @@ func New(rc *rest.Config, opts ...Option) (*Prober, error) {
 		}
 	}
 	return p, nil
+}
+
+// staticBearer is the Authorization value of a rest.Config whose only
+// credential is a fixed bearer token, else nil (token files, exec and auth
+// providers refresh tokens: client-go's round trippers handle those).
+func staticBearer(rc *rest.Config) []string {
+	if rc.BearerToken == "" || rc.BearerTokenFile != "" || rc.ExecProvider != nil || rc.AuthProvider != nil ||
+		rc.Username != "" || rc.Impersonate.UserName != "" {
+		return nil
+	}
+	return []string{"Bearer " + rc.BearerToken}
 }
 
 // defaultUserAgent is "repro/<version>" with the module version of the
@@ -327,8 +342,10 @@ func newClient(rc *rest.Config, tlsCfg *tls.Config, ct results.ConnectionType, c
 		return nil, nil, fmt.Errorf("authentication from kubeconfig: %w", err)
 	}
 	return &http.Client{
+		// The probe timeout is the request context's deadline (see
+		// probe), not Client.Timeout, which adds a timer goroutine per
+		// request.
 		Transport: rt,
-		Timeout:   c.probeTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -640,6 +657,13 @@ func (t *traceState) clientTrace() *httptrace.ClientTrace {
 	}
 }
 
+var (
+	canonicalAuditID = http.CanonicalHeaderKey(AuditIDHeader)
+	canonicalOptIn   = http.CanonicalHeaderKey(DisruptionOptInHeader)
+	acceptJSON       = []string{"application/json"}
+	optInTrue        = []string{"true"}
+)
+
 // errorBodyLimit bounds how much of a non-success body is kept to describe it.
 const errorBodyLimit = 4096
 
@@ -657,6 +681,8 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 		Target:     pl.target.Node,
 	}
 	ts := &traceState{start: start}
+	ctx, cancel := context.WithDeadline(ctx, start.Add(p.cfg.probeTimeout))
+	defer cancel()
 	tctx := context.WithValue(httptrace.WithClientTrace(ctx, ts.clientTrace()), traceKey{}, ts)
 	req, err := http.NewRequestWithContext(tctx, http.MethodGet, pl.url, nil)
 	if err != nil {
@@ -665,10 +691,19 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 		s.Error = SanitizeErrorText(err.Error())
 		return s
 	}
-	req.Header.Set(AuditIDHeader, s.AuditID)
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", pl.ua)
-	req.Header.Set(DisruptionOptInHeader, "true")
+	// Keys written in canonical form and shared read-only values: no
+	// per-request canonicalisation or value slices but the audit ID's.
+	h := make(http.Header, 6)
+	h[canonicalAuditID] = []string{s.AuditID}
+	h["Accept"] = acceptJSON
+	h["User-Agent"] = pl.uaValue
+	h[canonicalOptIn] = optInTrue
+	if pl.auth != nil {
+		// A static bearer token set here spares client-go's bearer
+		// round tripper a clone of every request.
+		h["Authorization"] = pl.auth
+	}
+	req.Header = h
 	resp, err := pl.client.Do(req)
 	if err != nil {
 		ts.mu.Lock()

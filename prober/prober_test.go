@@ -181,6 +181,7 @@ func TestFailureClasses(t *testing.T) {
 		{"503/HTTP2", mode503, true, results.ClassHTTP5xx, 503, "not ready"},
 		{"401/HTTP1.1", mode401, false, results.ClassAuth, 401, "Unauthorized"},
 		{"403/HTTP2", mode403, true, results.ClassAuth, 403, "Forbidden"},
+		{"slow-body/HTTP1.1", modeSlowBody, false, results.ClassClientTimeout, 200, "deadline exceeded"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

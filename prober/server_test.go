@@ -35,6 +35,7 @@ const (
 	mode503
 	mode401
 	mode403
+	modeSlowBody
 )
 
 // testServer is a real TLS server on a loopback socket whose behaviour can
@@ -129,6 +130,16 @@ func (ts *testServer) handle(w http.ResponseWriter, r *http.Request) {
 	case mode503:
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte("not ready"))
+	case modeSlowBody:
+		// Headers at once, then a body that never ends: only the overall
+		// probe timeout can end the request.
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"kind":`))
+		w.(http.Flusher).Flush()
+		select {
+		case <-ts.release:
+		case <-time.After(10 * time.Second):
+		}
 	case mode403:
 		w.WriteHeader(http.StatusForbidden)
 		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"forbidden: User \"system:anonymous\" cannot get path","reason":"Forbidden","code":403}`))
