@@ -274,3 +274,39 @@ func runRepro(b *testing.B, url string, ca []byte, backends []prober.Backend, d 
 	f.sort()
 	return f
 }
+
+// BenchmarkPollerCPU measures the prober's CPU at the default 10 Hz with
+// the three legacy backends (6 pollers) and with the default backends,
+// cache-* included (12 pollers), against the local TLS server in another
+// process: CPU per second of probing (a share of one core) and per request.
+func BenchmarkPollerCPU(b *testing.B) {
+	url, ca := startBenchServer(b)
+	rc := &rest.Config{Host: url, BearerToken: "bench-token", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
+	d := *vsVegetaDuration
+	for _, names := range [][]string{{"kube-api", "openshift-api", "oauth-api"}, prober.DefaultBackendNames} {
+		backends, err := prober.LookupBackends(names)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("pollers=%d", 2*len(backends)), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				p, err := prober.New(rc, prober.WithBackends(backends...), prober.WithDuration(d))
+				if err != nil {
+					b.Fatal(err)
+				}
+				cpu0 := cpuTime()
+				n := 0
+				for s := range p.Run(context.Background()) {
+					n++
+					if s.Failed() {
+						b.Errorf("%s: %s", s.Name(), s.Error)
+					}
+				}
+				cpu := cpuTime() - cpu0
+				p.Close()
+				b.ReportMetric(100*cpu.Seconds()/d.Seconds(), "%-of-a-core")
+				b.ReportMetric(ms(cpu)/float64(n), "ms-cpu/req")
+			}
+		})
+	}
+}
