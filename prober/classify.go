@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/repro-tools/repro/results"
 )
@@ -27,6 +28,8 @@ func Classify(err error, status int, aborted bool) results.ErrorClass {
 			return results.ClassNone
 		case status == http.StatusTooManyRequests:
 			return results.ClassHTTP429
+		case status == http.StatusUnauthorized || status == http.StatusForbidden:
+			return results.ClassAuth
 		case status >= 500 && status <= 599:
 			return results.ClassHTTP5xx
 		default:
@@ -46,7 +49,19 @@ func Classify(err error, status int, aborted bool) results.ErrorClass {
 	case strings.Contains(msg, "timeout awaiting response headers"):
 		return results.ClassHeaderTimeout
 	case strings.Contains(msg, "TLS handshake timeout"):
-		return results.ClassTLS
+		return results.ClassTLSHandshakeTimeout
+	}
+	// net/http's bundled HTTP/2 client reports a connection the server
+	// closed with GOAWAY as GoAwayError ("http2: server sent GOAWAY and
+	// closed the connection; ...") and, when it cannot retry, its graceful
+	// GOAWAY sentinel; a stream the server reset as StreamError ("stream
+	// error: stream ID 3; INTERNAL_ERROR; received from peer"). The types
+	// are unexported; their texts are fixed.
+	switch {
+	case strings.Contains(msg, "server sent GOAWAY"), strings.Contains(msg, "graceful shutdown GOAWAY"):
+		return results.ClassHTTP2GoAway
+	case strings.Contains(msg, "stream error: stream ID"):
+		return results.ClassHTTP2Stream
 	}
 	if isTLSError(err) {
 		return results.ClassTLS
@@ -156,4 +171,49 @@ func statusText(status string, body []byte) string {
 		return "HTTP " + status
 	}
 	return "HTTP " + status + ": " + msg
+}
+
+// Disruption is the parsed X-OpenShift-Disruption response header.
+type Disruption struct {
+	// Shutdown is true when the apiserver was shutting down gracefully.
+	Shutdown bool
+	// ShutdownDelay is its --shutdown-delay-duration.
+	ShutdownDelay time.Duration
+	// Elapsed is the time since it received SIGTERM, rounded to the
+	// second by the server; zero when not shutting down.
+	Elapsed time.Duration
+	// Host is the apiserver's identity (its apiserver ID, which origin
+	// maps to a node name through the kube-system identity leases).
+	Host string
+}
+
+// ParseDisruptionHeader parses the X-OpenShift-Disruption header as
+// OpenShift's kube-apiserver writes it ("shutdown=false
+// shutdown-delay-duration=1m10s elapsed=0s host=apiserver-x"; the
+// WithShutdownResponseHeader filter of openshift/kubernetes #1537). Keys may
+// come in any order; unknown keys and values that do not parse are left out,
+// so a changed format loses fields, never the sample.
+func ParseDisruptionHeader(h string) Disruption {
+	var d Disruption
+	for _, f := range strings.Fields(h) {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "shutdown":
+			d.Shutdown = v == "true"
+		case "shutdown-delay-duration":
+			if x, err := time.ParseDuration(v); err == nil && x >= 0 {
+				d.ShutdownDelay = x
+			}
+		case "elapsed":
+			if x, err := time.ParseDuration(v); err == nil && x >= 0 {
+				d.Elapsed = x
+			}
+		case "host":
+			d.Host = SanitizeErrorText(v)
+		}
+	}
+	return d
 }

@@ -29,14 +29,26 @@ const (
 	DefaultInterval = 100 * time.Millisecond
 	// MinInterval is the shortest interval a poller accepts.
 	MinInterval = 10 * time.Millisecond
-	// DefaultProbeTimeout bounds each request by default.
-	DefaultProbeTimeout = 15 * time.Second
+	// DefaultProbeTimeout bounds each request by default: origin's sampler
+	// timeout since openshift/origin #29761
+	// (pkg/monitor/backenddisruption/disruption_backend_sampler.go). Dial,
+	// TLS handshake and the wait for response headers each get 4/5 of it.
+	DefaultProbeTimeout = 34 * time.Second
 	// DefaultAbortGrace is how long in-flight requests may finish after the
 	// run is interrupted before they are cancelled and recorded as aborted.
 	DefaultAbortGrace = 2 * time.Second
 	// AuditIDHeader is the header carrying each request's unique ID; the
 	// kube-apiserver records it in its audit log.
 	AuditIDHeader = "Audit-ID"
+	// DisruptionOptInHeader asks an OpenShift kube-apiserver to answer with
+	// DisruptionHeader (openshift/kubernetes #1537, #1555: the
+	// WithShutdownResponseHeader filter of k8s.io/apiserver's
+	// pkg/server/filters). Upstream kube-apiserver ignores it.
+	DisruptionOptInHeader = "X-Openshift-If-Disruption"
+	// DisruptionHeader is the response header that says which apiserver
+	// answered and whether it was shutting down:
+	// "shutdown=<bool> shutdown-delay-duration=<d> elapsed=<d> host=<id>".
+	DisruptionHeader = "X-OpenShift-Disruption"
 )
 
 // Option configures a Prober.
@@ -48,6 +60,7 @@ type config struct {
 	duration     time.Duration
 	abortGrace   time.Duration
 	backends     []Backend
+	targets      []Target
 	connTypes    []results.ConnectionType
 	http2        bool
 	log          *zap.Logger
@@ -59,7 +72,7 @@ type config struct {
 // (default 100ms, minimum 10ms).
 func WithInterval(d time.Duration) Option { return func(c *config) { c.interval = d } }
 
-// WithProbeTimeout bounds each request (default 15s). Dial, TLS handshake
+// WithProbeTimeout bounds each request (default DefaultProbeTimeout, 34s). Dial, TLS handshake
 // and the wait for response headers are each bounded by 4/5 of it, as in
 // origin, so a request that was written and never answered ends as
 // header-timeout before the overall timeout.
@@ -74,8 +87,8 @@ func WithDuration(d time.Duration) Option { return func(c *config) { c.duration 
 // context passed to Run is cancelled (default 2s).
 func WithAbortGrace(d time.Duration) Option { return func(c *config) { c.abortGrace = d } }
 
-// WithBackends chooses the backends to poll (default kube-api,
-// openshift-api, oauth-api).
+// WithBackends chooses the backends to poll (default DefaultBackendNames:
+// kube-api, openshift-api, oauth-api and their cache-* variants).
 func WithBackends(b ...Backend) Option { return func(c *config) { c.backends = b } }
 
 // WithConnectionTypes chooses which pollers each backend gets (default both).
@@ -91,8 +104,36 @@ func WithHTTP2(on bool) Option { return func(c *config) { c.http2 = on } }
 // WithLogger sets the logger for skipped ticks and other notices.
 func WithLogger(l *zap.Logger) Option { return func(c *config) { c.log = l } }
 
-// WithUserAgent sets the User-Agent of every request.
+// WithUserAgent sets the product part of every request's User-Agent
+// (default "repro/<version>"); each poller appends its name, as origin's
+// samplers send their test descriptor's name, so the apiserver's audit log
+// tells the pollers apart: "repro/v0.3.0 kube-api-new-connections".
 func WithUserAgent(ua string) Option { return func(c *config) { c.userAgent = ua } }
+
+// Target is one way to reach the API: a vantage point and the base URL
+// polled from it. Every target gets a poller per backend and connection
+// type, named by results.SamplerName.
+type Target struct {
+	// Vantage names where the API is reached from ("internal-lb",
+	// "direct", ...). Empty or results.VantageExternalLB is the default,
+	// the external load balancer, whose samples carry no vantage.
+	Vantage string
+	// Node is the node a direct target reaches; it is the samples'
+	// Target and part of the poller names. Empty otherwise.
+	Node string
+	// URL is the base URL, e.g. "https://10.0.0.5:6443". Empty means the
+	// server of the rest.Config given to New.
+	URL string
+	// ServerName, when set, is the name the server's certificate is
+	// verified against instead of the URL's host: polling a node's IP
+	// directly, it is the cluster's API host name.
+	ServerName string
+}
+
+// WithTargets chooses the vantage points to poll from (default one target:
+// the rest.Config's server through the external load balancer). The
+// credentials and CA of the rest.Config apply to every target.
+func WithTargets(t ...Target) Option { return func(c *config) { c.targets = t } }
 
 // WithBufferSize sets the capacity of the channel Run returns (default 4096).
 func WithBufferSize(n int) Option { return func(c *config) { c.bufferSize = n } }
@@ -112,11 +153,17 @@ type Prober struct {
 type poller struct {
 	backend Backend
 	conn    results.ConnectionType
+	target  Target
+	http2   bool
 	name    string
 	url     string
+	ua      string
+	uaValue []string // ua as a header value, shared by all requests
+	auth    []string // "Bearer <token>" for a static token, else nil
 	client  *http.Client
 	trans   *http.Transport
 	sem     chan struct{}
+	offset  time.Duration // this poller's tick phase within the interval
 	stats   liveStats
 	log     *zap.Logger
 
@@ -132,7 +179,7 @@ func New(rc *rest.Config, opts ...Option) (*Prober, error) {
 		abortGrace:   DefaultAbortGrace,
 		connTypes:    results.ConnectionTypes,
 		log:          zap.NewNop(),
-		userAgent:    "repro-prober",
+		userAgent:    defaultUserAgent(),
 		bufferSize:   4096,
 	}
 	for _, o := range opts {
@@ -166,25 +213,85 @@ func New(rc *rest.Config, opts ...Option) (*Prober, error) {
 	if err != nil {
 		return nil, fmt.Errorf("TLS configuration: %w", err)
 	}
-	p := &Prober{cfg: c, server: server}
+	targets := c.targets
+	if len(targets) == 0 {
+		targets = []Target{{}}
+	}
+	p := &Prober{cfg: c}
 	bound := InFlightBound(c.probeTimeout, c.interval)
-	for _, b := range c.backends {
-		for _, ct := range c.connTypes {
-			client, trans, err := newClient(rc, tlsCfg, ct, c)
-			if err != nil {
-				return nil, err
+	n := time.Duration(len(targets) * len(c.backends) * len(c.connTypes))
+	seen := map[string]bool{}
+	for _, tg := range targets {
+		if tg.Vantage == results.VantageExternalLB {
+			tg.Vantage = ""
+		}
+		base := server
+		if tg.URL != "" {
+			u, err := url.Parse(tg.URL)
+			if err != nil || u.Scheme != "https" || u.Host == "" {
+				return nil, fmt.Errorf("target URL %q: want https://host:port", tg.URL)
 			}
-			name := results.PollerName(b.Name, ct)
-			p.pollers = append(p.pollers, &poller{
-				backend: b, conn: ct, name: name,
-				url:    server + b.Path,
-				client: client, trans: trans,
-				sem: make(chan struct{}, bound),
-				log: c.log.With(zap.String("poller", name)),
-			})
+			base = strings.TrimSuffix(tg.URL, "/")
+		}
+		if p.server == "" {
+			p.server = base
+		}
+		tcfg := tlsCfg
+		if tg.ServerName != "" {
+			if tlsCfg == nil {
+				return nil, fmt.Errorf("target %s: a TLS server name needs an https server", base)
+			}
+			tcfg = tlsCfg.Clone()
+			tcfg.ServerName = tg.ServerName
+		}
+		for _, b := range c.backends {
+			for _, ct := range c.connTypes {
+				name := results.SamplerName(b.Name, c.http2, tg.Vantage, tg.Node, ct)
+				if seen[name] {
+					return nil, fmt.Errorf("two targets make the same poller %s; give each vantage a distinct node", name)
+				}
+				seen[name] = true
+				client, trans, err := newClient(rc, tcfg, ct, c)
+				if err != nil {
+					return nil, err
+				}
+				p.pollers = append(p.pollers, &poller{
+					backend: b, conn: ct, target: tg, http2: c.http2, name: name,
+					url:     base + b.Path,
+					ua:      c.userAgent + " " + name,
+					uaValue: []string{c.userAgent + " " + name},
+					auth:    staticBearer(rc),
+					client:  client, trans: trans,
+					sem: make(chan struct{}, bound),
+					// Pollers fire at evenly spread phases of the interval,
+					// not all at the same instant: a burst of simultaneous
+					// handshakes would queue each request behind the others
+					// on the CPU and measure the prober, not the server.
+					offset: c.interval * time.Duration(len(p.pollers)) / n,
+					log:    c.log.With(zap.String("poller", name)),
+				})
+			}
 		}
 	}
 	return p, nil
+}
+
+// staticBearer is the Authorization value of a rest.Config whose only
+// credential is a fixed bearer token, else nil (token files, exec and auth
+// providers refresh tokens: client-go's round trippers handle those).
+func staticBearer(rc *rest.Config) []string {
+	if rc.BearerToken == "" || rc.BearerTokenFile != "" || rc.ExecProvider != nil || rc.AuthProvider != nil ||
+		rc.Username != "" || rc.Impersonate.UserName != "" {
+		return nil
+	}
+	return []string{"Bearer " + rc.BearerToken}
+}
+
+// defaultUserAgent is "repro/<version>" with the module version of the
+// running binary ("devel" for a source build).
+func defaultUserAgent() string {
+	v := strings.Trim(results.CurrentTool().Version, "()")
+	return "repro/" + v
 }
 
 // InFlightBound is the number of requests a poller may have in flight: twice
@@ -213,7 +320,7 @@ func newClient(rc *rest.Config, tlsCfg *tls.Config, ct results.ConnectionType, c
 	}
 	t := &http.Transport{
 		Proxy:                 proxy,
-		DialContext:           dialer.DialContext,
+		DialContext:           tracedDial(dialer),
 		TLSHandshakeTimeout:   phase,
 		ResponseHeaderTimeout: phase,
 		ExpectContinueTimeout: phase,
@@ -235,8 +342,10 @@ func newClient(rc *rest.Config, tlsCfg *tls.Config, ct results.ConnectionType, c
 		return nil, nil, fmt.Errorf("authentication from kubeconfig: %w", err)
 	}
 	return &http.Client{
+		// The probe timeout is the request context's deadline (see
+		// probe), not Client.Timeout, which adds a timer goroutine per
+		// request.
 		Transport: rt,
-		Timeout:   c.probeTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -267,7 +376,25 @@ func (p *Prober) PollerNames() []string {
 	return out
 }
 
-// Base returns the instant tick 0 was scheduled at (zero before Run).
+// TickTime returns the wall-clock instant at which tick seq of the named
+// poller was scheduled: Base plus the poller's phase (pollers are spread
+// evenly over one interval) plus seq intervals. It is zero before Run or
+// for an unknown name.
+func (p *Prober) TickTime(name string, seq uint64) time.Time {
+	base := p.Base()
+	if base.IsZero() {
+		return time.Time{}
+	}
+	for _, pl := range p.pollers {
+		if pl.name == name {
+			return base.Add(pl.offset + time.Duration(seq)*p.cfg.interval)
+		}
+	}
+	return time.Time{}
+}
+
+// Base returns the instant the run's schedule starts from (zero before
+// Run); tick 0 of the first poller is due then.
 func (p *Prober) Base() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -281,28 +408,46 @@ func (p *Prober) Close() {
 	}
 }
 
-// Preflight sends one request to the first backend over a new connection.
-// It returns an error naming the URL when the server cannot be reached at
-// all (connect, DNS, TLS or timeout failures); an HTTP answer, even 401 or
-// 403, is not an error: the sample says what came back.
+// Preflight sends one request to the first backend of every target,
+// over a new connection where that poller exists. It returns an error
+// naming the URL (and the vantage, when not the default) of the first
+// target that cannot be reached at all (connect, DNS, TLS or timeout
+// failures), with that sample; an HTTP answer, even 401 or 403, is not an
+// error: the sample says what came back. Without an error the sample is
+// the first target's.
 func (p *Prober) Preflight(ctx context.Context) (results.Sample, error) {
-	var pl *poller
-	for _, cand := range p.pollers {
-		if cand.conn == results.NewConnections {
-			pl = cand
-			break
+	var first results.Sample
+	done := map[Target]bool{}
+	for i, cand := range p.pollers {
+		if done[cand.target] {
+			continue
 		}
+		pl := cand
+		if pl.conn != results.NewConnections {
+			for _, alt := range p.pollers[i:] {
+				if alt.target == pl.target && alt.conn == results.NewConnections {
+					pl = alt
+					break
+				}
+			}
+		}
+		done[pl.target] = true
+		now := time.Now()
+		s := p.probe(ctx, ctx, pl, 0, now, now.Round(0).UTC())
+		if len(done) == 1 {
+			first = s
+		}
+		switch s.ErrorClass {
+		case results.ClassNone, results.ClassHTTP429, results.ClassHTTP5xx, results.ClassHTTPOther, results.ClassAuth:
+			continue
+		}
+		where := pl.url
+		if pl.target.Vantage != "" {
+			where = fmt.Sprintf("%s (vantage %s)", pl.url, strings.TrimSpace(pl.target.Vantage+" "+pl.target.Node))
+		}
+		return s, fmt.Errorf("cannot reach %s: %s", where, s.Error)
 	}
-	if pl == nil {
-		pl = p.pollers[0]
-	}
-	now := time.Now()
-	s := p.probe(ctx, ctx, pl, 0, now, now.Round(0).UTC())
-	switch s.ErrorClass {
-	case results.ClassNone, results.ClassHTTP429, results.ClassHTTP5xx, results.ClassHTTPOther:
-		return s, nil
-	}
-	return s, fmt.Errorf("cannot reach %s: %s", pl.url, s.Error)
+	return first, nil
 }
 
 // Run starts every poller and returns the channel their samples arrive on,
@@ -356,7 +501,7 @@ func (p *Prober) Run(ctx context.Context) <-chan results.Sample {
 	return out
 }
 
-// schedule fires the ticks of one poller at base + seq*interval. A tick
+// schedule fires the ticks of one poller at base + offset + seq*interval. A tick
 // that cannot start because the in-flight bound is reached, or that was
 // missed because the process was stalled for more than an interval, is
 // counted as skipped and logged; missed ticks are never fired in a burst.
@@ -370,7 +515,7 @@ func (p *Prober) schedule(ctx, reqCtx context.Context, pl *poller, base, baseWal
 	defer timer.Stop()
 	var seq uint64
 	for seq < maxTicks {
-		due := base.Add(time.Duration(seq) * interval)
+		due := base.Add(pl.offset + time.Duration(seq)*interval)
 		if wait := time.Until(due); wait > 0 {
 			timer.Reset(wait)
 			select {
@@ -436,6 +581,33 @@ type traceState struct {
 	reused     bool
 	localAddr  string
 	remoteAddr string
+	// dialLocal and dialRemote are the addresses of the last connection
+	// this request's own dial opened: the only address a request has when
+	// its connection fails before net/http hands it over (a proxy closing
+	// the client during the TLS handshake).
+	dialLocal  string
+	dialRemote string
+}
+
+// traceKey carries a request's traceState to the dialer; net/http dials
+// with a context that keeps the request context's values.
+type traceKey struct{}
+
+// tracedDial wraps d so that every connection it opens records its
+// addresses in the traceState of the request that started the dial.
+func tracedDial(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err == nil {
+			if ts, ok := ctx.Value(traceKey{}).(*traceState); ok {
+				l, r := c.LocalAddr().String(), c.RemoteAddr().String()
+				ts.mu.Lock()
+				ts.dialLocal, ts.dialRemote = l, r
+				ts.mu.Unlock()
+			}
+		}
+		return c, err
+	}
 }
 
 func (t *traceState) stamp(field *time.Duration) {
@@ -485,6 +657,13 @@ func (t *traceState) clientTrace() *httptrace.ClientTrace {
 	}
 }
 
+var (
+	canonicalAuditID = http.CanonicalHeaderKey(AuditIDHeader)
+	canonicalOptIn   = http.CanonicalHeaderKey(DisruptionOptInHeader)
+	acceptJSON       = []string{"application/json"}
+	optInTrue        = []string{"true"}
+)
+
 // errorBodyLimit bounds how much of a non-success body is kept to describe it.
 const errorBodyLimit = 4096
 
@@ -497,18 +676,34 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 		Seq:        seq,
 		Start:      startWall,
 		AuditID:    uuid.NewString(),
+		HTTP2:      pl.http2,
+		Vantage:    pl.target.Vantage,
+		Target:     pl.target.Node,
 	}
 	ts := &traceState{start: start}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, ts.clientTrace()), http.MethodGet, pl.url, nil)
+	ctx, cancel := context.WithDeadline(ctx, start.Add(p.cfg.probeTimeout))
+	defer cancel()
+	tctx := context.WithValue(httptrace.WithClientTrace(ctx, ts.clientTrace()), traceKey{}, ts)
+	req, err := http.NewRequestWithContext(tctx, http.MethodGet, pl.url, nil)
 	if err != nil {
 		s.Duration = time.Since(start)
 		s.ErrorClass = results.ClassOther
 		s.Error = SanitizeErrorText(err.Error())
 		return s
 	}
-	req.Header.Set(AuditIDHeader, s.AuditID)
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", p.cfg.userAgent)
+	// Keys written in canonical form and shared read-only values: no
+	// per-request canonicalisation or value slices but the audit ID's.
+	h := make(http.Header, 6)
+	h[canonicalAuditID] = []string{s.AuditID}
+	h["Accept"] = acceptJSON
+	h["User-Agent"] = pl.uaValue
+	h[canonicalOptIn] = optInTrue
+	if pl.auth != nil {
+		// A static bearer token set here spares client-go's bearer
+		// round tripper a clone of every request.
+		h["Authorization"] = pl.auth
+	}
+	req.Header = h
 	resp, err := pl.client.Do(req)
 	if err != nil {
 		ts.mu.Lock()
@@ -520,6 +715,11 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 		status = resp.StatusCode
 		s.StatusCode = status
 		s.Protocol = resp.Proto
+		if h := resp.Header.Get(DisruptionHeader); h != "" {
+			s.DisruptionHeader = SanitizeErrorText(h)
+			d := ParseDisruptionHeader(h)
+			s.ServedBy, s.ServerShutdown, s.ShutdownElapsed = d.Host, d.Shutdown, d.Elapsed
+		}
 		var head []byte
 		if status < 200 || status > 399 {
 			head, err = io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
@@ -543,6 +743,7 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 	ts.mu.Lock()
 	ts.frozen = true
 	s.Phases = ts.phases
+	s.Reused = ts.reused
 	if s.Reused {
 		// The request ran on an idle connection; stamps of a dial it had
 		// started meanwhile (and lost the race with the idle connection)
@@ -554,9 +755,13 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 		// connection teardown (the server answering the close) is noise.
 		s.Phases.FirstByte = 0
 	}
-	s.Reused = ts.reused
 	s.LocalAddr = ts.localAddr
 	s.RemoteAddr = ts.remoteAddr
+	if s.LocalAddr == "" && !ts.gotConn {
+		// No connection was handed over: the one this request dialed
+		// is the one that failed.
+		s.LocalAddr, s.RemoteAddr = ts.dialLocal, ts.dialRemote
+	}
 	ts.mu.Unlock()
 	if s.LocalAddr == "" {
 		// A connection that failed before net/http handed it over (reset
@@ -656,9 +861,12 @@ func (st *liveStats) record(s *results.Sample) {
 type PollerStats struct {
 	// Name is the poller name, e.g. "kube-api-new-connections".
 	Name string
-	// Backend and Connection identify the poller.
+	// Backend, Connection, Vantage and Target identify the poller
+	// (Vantage and Target are empty for the external load balancer).
 	Backend    string
 	Connection results.ConnectionType
+	Vantage    string
+	Target     string
 	// Samples counts completed requests (including aborted ones).
 	Samples int64
 	// Failures counts failed requests (aborted ones excluded).
@@ -691,6 +899,7 @@ func (p *Prober) Stats() []PollerStats {
 		st := &pl.stats
 		ps := PollerStats{
 			Name: pl.name, Backend: pl.backend.Name, Connection: pl.conn,
+			Vantage: pl.target.Vantage, Target: pl.target.Node,
 			Samples:      st.samples.Load(),
 			Failures:     st.failures.Load(),
 			Aborted:      st.aborted.Load(),

@@ -140,10 +140,9 @@ func TestHealthyServer(t *testing.T) {
 			// Start times follow the absolute schedule: never early, and
 			// less than one interval late (later ticks are skipped), with
 			// no drift however long the run.
-			base := p.Base()
 			for name, ss := range got {
 				for _, s := range ss {
-					lag := s.Start.Sub(base.Add(time.Duration(s.Seq) * 25 * time.Millisecond))
+					lag := s.Start.Sub(p.TickTime(name, s.Seq))
 					if lag < 0 || lag >= 25*time.Millisecond {
 						t.Errorf("%s seq %d started %v off its schedule", name, s.Seq, lag)
 					}
@@ -180,7 +179,9 @@ func TestFailureClasses(t *testing.T) {
 		{"429/HTTP2", mode429, true, results.ClassHTTP429, 429, "shutting down"},
 		{"503/HTTP1.1", mode503, false, results.ClassHTTP5xx, 503, "not ready"},
 		{"503/HTTP2", mode503, true, results.ClassHTTP5xx, 503, "not ready"},
-		{"401/HTTP1.1", mode401, false, results.ClassHTTPOther, 401, "Unauthorized"},
+		{"401/HTTP1.1", mode401, false, results.ClassAuth, 401, "Unauthorized"},
+		{"403/HTTP2", mode403, true, results.ClassAuth, 403, "Forbidden"},
+		{"slow-body/HTTP1.1", modeSlowBody, false, results.ClassClientTimeout, 200, "deadline exceeded"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,6 +34,8 @@ const (
 	mode429
 	mode503
 	mode401
+	mode403
+	modeSlowBody
 )
 
 // testServer is a real TLS server on a loopback socket whose behaviour can
@@ -44,15 +46,24 @@ type testServer struct {
 	mu       sync.Mutex
 	auditIDs map[string]bool
 	protos   map[string]int
+	agents   map[string]bool
+	optIns   int
 	release  chan struct{}
+	// disruption, when set, is sent as X-OpenShift-Disruption to requests
+	// that opt in, as OpenShift's kube-apiserver does.
+	disruption atomic.Pointer[string]
 }
 
-func newTestServer(t testing.TB, http2 bool) *testServer {
+func newTestServer(t testing.TB, http2 bool, opts ...func(*httptest.Server)) *testServer {
 	t.Helper()
-	ts := &testServer{auditIDs: map[string]bool{}, protos: map[string]int{}, release: make(chan struct{})}
+	ts := &testServer{auditIDs: map[string]bool{}, protos: map[string]int{}, agents: map[string]bool{}, release: make(chan struct{})}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(ts.handle))
 	srv.EnableHTTP2 = http2
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ecdsaCert(t)}}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	for _, o := range opts {
+		o(srv)
+	}
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.StartTLS()
 	ts.Server = srv
@@ -71,7 +82,15 @@ func (ts *testServer) handle(w http.ResponseWriter, r *http.Request) {
 	ts.mu.Lock()
 	ts.auditIDs[r.Header.Get("Audit-ID")] = true
 	ts.protos[r.Proto]++
+	ts.agents[r.UserAgent()] = true
+	optIn := r.Header.Get("X-Openshift-If-Disruption") == "true"
+	if optIn {
+		ts.optIns++
+	}
 	ts.mu.Unlock()
+	if h := ts.disruption.Load(); h != nil && optIn {
+		w.Header().Set("X-OpenShift-Disruption", *h)
+	}
 	switch mode(ts.mode.Load()) {
 	case modeOK:
 		w.Header().Set("Content-Type", "application/json")
@@ -111,6 +130,19 @@ func (ts *testServer) handle(w http.ResponseWriter, r *http.Request) {
 	case mode503:
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte("not ready"))
+	case modeSlowBody:
+		// Headers at once, then a body that never ends: only the overall
+		// probe timeout can end the request.
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"kind":`))
+		w.(http.Flusher).Flush()
+		select {
+		case <-ts.release:
+		case <-time.After(10 * time.Second):
+		}
+	case mode403:
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"forbidden: User \"system:anonymous\" cannot get path","reason":"Forbidden","code":403}`))
 	case mode401:
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`))

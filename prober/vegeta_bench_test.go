@@ -1,0 +1,312 @@
+package prober_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+	"k8s.io/client-go/rest"
+
+	"github.com/repro-tools/repro/prober"
+	"github.com/repro-tools/repro/results"
+)
+
+var (
+	vsVegetaDuration = flag.Duration("vs-vegeta-duration", 10*time.Second, "length of each tool's phase in BenchmarkVsVegeta")
+	vsVegetaOnly     = flag.String("vs-vegeta-only", "", `run only one side of BenchmarkVsVegeta ("repro" or "vegeta"), for profiling`)
+)
+
+// benchServerEnv makes the test binary a TLS server (see TestMain): the
+// target of BenchmarkVsVegeta runs in its own process, so the client's CPU
+// figures (getrusage of this process) hold the client alone.
+const benchServerEnv = "REPRO_BENCH_TLS_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(benchServerEnv) != "" {
+		serveBenchTLS()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// serveBenchTLS serves every path with a small Namespace body over
+// HTTP/1.1 and TLS on a loopback port, prints the address and the CA
+// certificate on stdout, and serves until stdin closes.
+func serveBenchTLS() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cert := ecdsaCert(&fatalTB{})
+	body := []byte(`{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"default"}}`)
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(body)
+		}),
+		TLSConfig:    &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}},
+		ErrorLog:     log.New(io.Discard, "", 0),
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
+	fmt.Printf("%s\n%s", ln.Addr(), caPEM)
+	os.Stdout.Close()
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); os.Exit(0) }()
+	_ = srv.ServeTLS(ln, "", "")
+}
+
+// fatalTB lets ecdsaCert run outside a test.
+type fatalTB struct{ testing.TB }
+
+func (fatalTB) Fatal(args ...any) { log.Fatal(args...) }
+
+// startBenchServer starts the server process and returns its URL and CA.
+func startBenchServer(b testing.TB) (string, []byte) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), benchServerEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	out, err := io.ReadAll(bufio.NewReader(stdout))
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr, ca, ok := strings.Cut(string(out), "\n")
+	if !ok {
+		b.Fatalf("server said %q", out)
+	}
+	return "https://" + addr, []byte(ca)
+}
+
+// cpuTime is this process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// sideFigures are one tool's latencies per connection type and its CPU.
+type sideFigures struct {
+	lat    map[results.ConnectionType][]time.Duration
+	n      int
+	failed int
+	cpu    time.Duration
+}
+
+func (f *sideFigures) pct(ct results.ConnectionType, q float64) time.Duration {
+	l := f.lat[ct]
+	if len(l) == 0 {
+		return 0
+	}
+	return l[int(q*float64(len(l)-1))]
+}
+
+func (f *sideFigures) sort() {
+	for _, l := range f.lat {
+		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+	}
+}
+
+// warm is the share of each phase left out of the latencies: the first
+// connections of either tool's pools and the first TLS sessions.
+const warm = 0.1
+
+// BenchmarkVsVegeta runs vegeta (github.com/tsenart/vegeta/v12/lib) and
+// the prober one after the other against the same local TLS server, in
+// another process, at the rate of the field comparison (issue 15): 600
+// requests/s over HTTP/1.1, 300/s on new connections and 300/s on reused
+// ones. vegeta runs as two concurrent attacks (keep-alive off and on) over
+// the three backend paths; the prober as six pollers (three backends x
+// new/reused) every 10ms, its samples written to a samples.jsonl as
+// repro probe does. It prints p50 and p99 latency per connection type and
+// CPU per request for both, and repro's ratios to vegeta. Run it with
+// make bench-vs-vegeta; each phase lasts -vs-vegeta-duration.
+func BenchmarkVsVegeta(b *testing.B) {
+	url, ca := startBenchServer(b)
+	backends, err := prober.LookupBackends([]string{"kube-api", "openshift-api", "oauth-api"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := *vsVegetaDuration
+	for i := 0; i < b.N; i++ {
+		var v, r *sideFigures
+		if *vsVegetaOnly != "repro" {
+			v = runVegeta(b, url, ca, backends, d)
+		}
+		if *vsVegetaOnly != "vegeta" {
+			r = runRepro(b, url, ca, backends, d)
+		}
+		for _, side := range []struct {
+			name string
+			f    *sideFigures
+		}{{"vegeta", v}, {"repro", r}} {
+			if side.f == nil {
+				continue
+			}
+			f := side.f
+			b.Logf("%-6s p50 new %6.3f ms  p99 new %6.3f ms  p50 reused %6.3f ms  p99 reused %6.3f ms  CPU %.3f ms/req  (%d requests, %d failed)",
+				side.name, ms(f.pct(results.NewConnections, .5)), ms(f.pct(results.NewConnections, .99)),
+				ms(f.pct(results.ReusedConnections, .5)), ms(f.pct(results.ReusedConnections, .99)),
+				ms(f.cpu)/float64(f.n), f.n, f.failed)
+			if f.failed > 0 {
+				b.Errorf("%s: %d of %d requests failed against a healthy server", side.name, f.failed, f.n)
+			}
+		}
+		if v == nil || r == nil {
+			continue
+		}
+		ratio := func(ct results.ConnectionType, q float64) float64 {
+			return float64(r.pct(ct, q)) / float64(v.pct(ct, q))
+		}
+		cpuRatio := (float64(r.cpu) / float64(r.n)) / (float64(v.cpu) / float64(v.n))
+		b.Logf("repro/vegeta: p50 new %.2fx  p99 new %.2fx  p50 reused %.2fx  p99 reused %.2fx  CPU/req %.2fx",
+			ratio(results.NewConnections, .5), ratio(results.NewConnections, .99),
+			ratio(results.ReusedConnections, .5), ratio(results.ReusedConnections, .99), cpuRatio)
+		b.ReportMetric(ratio(results.NewConnections, .5), "x-p50-new")
+		b.ReportMetric(ratio(results.NewConnections, .99), "x-p99-new")
+		b.ReportMetric(ratio(results.ReusedConnections, .5), "x-p50-reused")
+		b.ReportMetric(ratio(results.ReusedConnections, .99), "x-p99-reused")
+		b.ReportMetric(cpuRatio, "x-cpu/req")
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func runVegeta(b *testing.B, url string, ca []byte, backends []prober.Backend, d time.Duration) *sideFigures {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	var targets []vegeta.Target
+	for _, be := range backends {
+		targets = append(targets, vegeta.Target{Method: http.MethodGet, URL: url + be.Path,
+			Header: http.Header{"Accept": []string{"application/json"}, "Authorization": []string{"Bearer bench-token"}}})
+	}
+	f := &sideFigures{lat: map[results.ConnectionType][]time.Duration{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	cpu0 := cpuTime()
+	for _, ct := range results.ConnectionTypes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := vegeta.NewAttacker(vegeta.KeepAlive(ct == results.ReusedConnections),
+				vegeta.TLSConfig(&tls.Config{RootCAs: pool}), vegeta.HTTP2(false))
+			began := time.Now()
+			for res := range a.Attack(vegeta.NewStaticTargeter(targets...), vegeta.Rate{Freq: 300, Per: time.Second}, d, string(ct)) {
+				mu.Lock()
+				f.n++
+				if res.Error != "" {
+					f.failed++
+				} else if res.Timestamp.Sub(began) >= time.Duration(warm*float64(d)) {
+					f.lat[ct] = append(f.lat[ct], res.Latency)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	f.cpu = cpuTime() - cpu0
+	f.sort()
+	return f
+}
+
+func runRepro(b *testing.B, url string, ca []byte, backends []prober.Backend, d time.Duration) *sideFigures {
+	rc := &rest.Config{Host: url, BearerToken: "bench-token", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
+	p, err := prober.New(rc, prober.WithBackends(backends...), prober.WithInterval(10*time.Millisecond),
+		prober.WithProbeTimeout(5*time.Second), prober.WithDuration(d))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	w, err := results.CreateJSONL(filepath.Join(b.TempDir(), results.SamplesFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := &sideFigures{lat: map[results.ConnectionType][]time.Duration{}}
+	cpu0 := cpuTime()
+	ch := p.Run(context.Background())
+	var began time.Time
+	for s := range ch {
+		if err := w.Write(&s); err != nil {
+			b.Fatal(err)
+		}
+		if began.IsZero() {
+			began = p.Base()
+		}
+		f.n++
+		if s.Failed() {
+			f.failed++
+		} else if s.Start.Sub(began) >= time.Duration(warm*float64(d)) {
+			f.lat[s.Connection] = append(f.lat[s.Connection], s.Duration)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	f.cpu = cpuTime() - cpu0
+	f.sort()
+	return f
+}
+
+// BenchmarkPollerCPU measures the prober's CPU at the default 10 Hz with
+// the three legacy backends (6 pollers) and with the default backends,
+// cache-* included (12 pollers), against the local TLS server in another
+// process: CPU per second of probing (a share of one core) and per request.
+func BenchmarkPollerCPU(b *testing.B) {
+	url, ca := startBenchServer(b)
+	rc := &rest.Config{Host: url, BearerToken: "bench-token", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
+	d := *vsVegetaDuration
+	for _, names := range [][]string{{"kube-api", "openshift-api", "oauth-api"}, prober.DefaultBackendNames} {
+		backends, err := prober.LookupBackends(names)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("pollers=%d", 2*len(backends)), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				p, err := prober.New(rc, prober.WithBackends(backends...), prober.WithDuration(d))
+				if err != nil {
+					b.Fatal(err)
+				}
+				cpu0 := cpuTime()
+				n := 0
+				for s := range p.Run(context.Background()) {
+					n++
+					if s.Failed() {
+						b.Errorf("%s: %s", s.Name(), s.Error)
+					}
+				}
+				cpu := cpuTime() - cpu0
+				p.Close()
+				b.ReportMetric(100*cpu.Seconds()/d.Seconds(), "%-of-a-core")
+				b.ReportMetric(ms(cpu)/float64(n), "ms-cpu/req")
+			}
+		})
+	}
+}
