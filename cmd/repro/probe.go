@@ -79,7 +79,6 @@ func runProbe(cmd *cobra.Command, o *rootOptions, po *probeOptions) error {
 		prober.WithProbeTimeout(po.probeTimeout),
 		prober.WithDuration(po.duration),
 		prober.WithHTTP2(po.http2),
-		prober.WithUserAgent("repro-prober/"+results.CurrentTool().Version),
 		prober.WithLogger(log))
 	if err != nil {
 		return err

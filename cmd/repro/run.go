@@ -222,7 +222,6 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		prober.WithInterval(ro.interval),
 		prober.WithProbeTimeout(ro.probeTimeout),
 		prober.WithHTTP2(ro.http2),
-		prober.WithUserAgent("repro-prober/"+results.CurrentTool().Version),
 		prober.WithLogger(log))
 	if err != nil {
 		return err
