@@ -153,9 +153,57 @@ type Run struct {
 	// Settings records the parameters that shape the samples (interval,
 	// probe timeout, backends, protocol).
 	Settings map[string]any `json:"settings,omitempty"`
+	// Auth is how the client authenticated (token, client-certificate,
+	// exec:<command>, auth-provider:<name>, basic, none), never the secret.
+	// A bearer token is checked through the oauth-apiserver on OpenShift,
+	// so 401s during a rollout may be an authentication outage.
+	Auth string `json:"auth,omitempty"`
+	// Proxy is the proxy the pollers connect through (userinfo removed),
+	// empty when they connect to the server directly. With a proxy, a "new
+	// connection" is new from the client to the proxy only.
+	Proxy string `json:"proxy,omitempty"`
+	// Clock is the server's clock against ours, measured before the run.
+	Clock *Clock `json:"clock,omitempty"`
 	// Extra is for later producers: cluster version, platform, scenario,
 	// iterations. Keys are free-form; values any JSON.
 	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// Clock is the API server's clock minus ours, measured from the Date
+// headers of several responses before the run.
+type Clock struct {
+	// Offset is the middle of the range every sample allows.
+	Offset time.Duration `json:"offsetNs"`
+	// Resolution is half that range's width: the true offset is within
+	// Offset ± Resolution when Consistent.
+	Resolution time.Duration `json:"resolutionNs"`
+	// Samples is how many responses carried a Date header.
+	Samples int `json:"samples"`
+	// BestRTT is the shortest time from request written to first byte.
+	BestRTT time.Duration `json:"bestRttNs"`
+	// Consistent is false when the samples' ranges do not overlap: the
+	// servers behind the URL disagree about the time, or one answered
+	// late. Offset is then the median of the samples' midpoints and
+	// Resolution half a second.
+	Consistent bool `json:"consistent"`
+	// Text is the same in words, e.g. "+1.234s ±12ms (25 samples)".
+	Text string `json:"text"`
+	// CorrectedEvents is true when the rollout's server-stamped event
+	// times were moved onto our clock by Offset (done above 100 ms).
+	CorrectedEvents bool `json:"correctedEvents,omitempty"`
+}
+
+// String says the offset and its resolution, e.g. "+1.234s ±12ms (25 samples)".
+func (c Clock) String() string {
+	sign := "+"
+	if c.Offset < 0 {
+		sign = ""
+	}
+	s := fmt.Sprintf("%s%v ±%v (%d samples", sign, c.Offset.Round(time.Millisecond), c.Resolution.Round(time.Millisecond), c.Samples)
+	if !c.Consistent {
+		s += ", inconsistent: the servers disagree"
+	}
+	return s + ")"
 }
 
 // SetExtra records a free-form fact about the run in run.json's "extra".

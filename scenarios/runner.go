@@ -32,6 +32,9 @@ type Config struct {
 	// OnEvent, if set, sees every timeline event as it is recorded (for
 	// live progress). It must not block.
 	OnEvent func(results.Event)
+	// ClockOffset, when not zero, is the cluster's clock minus ours: the
+	// rollout's server-stamped event times are moved onto our clock by it.
+	ClockOffset time.Duration
 }
 
 // Execute runs the scenario: it starts the pollers, streams their samples to
@@ -165,6 +168,7 @@ func (r *runner) iteration(ctx context.Context, n int) error {
 	defer cancel()
 	st, err := trigger.Follow(fctx, c, trigger.FollowOptions{
 		FromRevision: before.LatestAvailableRevision, Since: since, Settle: r.cfg.Timings.Settle, Iteration: n,
+		ClockOffset: r.cfg.ClockOffset,
 	}, r.record)
 	if err != nil {
 		if errors.Is(err, trigger.ErrTimeout) {

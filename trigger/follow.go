@@ -34,6 +34,10 @@ type FollowOptions struct {
 	Settle time.Duration
 	// Iteration is stamped on every event.
 	Iteration int
+	// ClockOffset is the cluster's clock minus ours, when it is large
+	// enough to correct: Events' own times are moved onto our clock by it,
+	// so they line up with the samples.
+	ClockOffset time.Duration
 }
 
 // Follow watches kubeapiservers/cluster, the kube-apiserver pods and the
@@ -50,6 +54,7 @@ func Follow(ctx context.Context, c *Clients, opts FollowOptions, sink func(resul
 		obs:     newObserver(opts.Since, opts.Iteration),
 		sink:    sink,
 		pods:    map[string]*corev1.Pod{},
+		nodeOf:  map[string]string{},
 		changed: make(chan struct{}, 1),
 		now:     time.Now,
 	}
@@ -59,8 +64,10 @@ func Follow(ctx context.Context, c *Clients, opts FollowOptions, sink func(resul
 		operatorinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", OperatorName).String()
 		}))
-	podFactory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "apiserver=true" }))
+	// Every pod of the namespace, not only the apiservers: the guard,
+	// installer and pruner pods' events name their pod, and only the pod's
+	// spec.nodeName says which node they are about.
+	podFactory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(Namespace))
 	eventFactory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(Namespace))
 
 	handlers := []struct {
@@ -86,8 +93,12 @@ func Follow(ctx context.Context, c *Clients, opts FollowOptions, sink func(resul
 			return Status{}, fmt.Errorf("watching the rollout: %w", err)
 		}
 	}
+	f.obs.clockOffset = opts.ClockOffset
 	opFactory.Start(stop)
 	podFactory.Start(stop)
+	// Events name their pod; knowing the pods first lets the earliest of
+	// them be placed on the right node.
+	podFactory.WaitForCacheSync(ctx.Done())
 	eventFactory.Start(stop)
 	defer func() {
 		// Shutdown waits for the informers, which stop only once stop is closed.
@@ -143,9 +154,10 @@ type follower struct {
 	now     func() time.Time
 	changed chan struct{}
 
-	mu   sync.Mutex
-	kas  *operatorv1.KubeAPIServer
-	pods map[string]*corev1.Pod // by node
+	mu     sync.Mutex
+	kas    *operatorv1.KubeAPIServer
+	pods   map[string]*corev1.Pod // apiserver pods by node
+	nodeOf map[string]string      // every pod's node by pod name
 }
 
 func (f *follower) emit(evs []results.Event) {
@@ -189,6 +201,12 @@ func (f *follower) onPod(oldObj, obj any, initial bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	node := podNode(pod)
+	if node != "" {
+		f.nodeOf[pod.Name] = node
+	}
+	if !isAPIServerPod(pod) || node == "" {
+		return
+	}
 	old := f.pods[node]
 	if old == nil {
 		old, _ = oldObj.(*corev1.Pod)
@@ -216,7 +234,11 @@ func (f *follower) onPodDeleted(obj any) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// nodeOf keeps the deleted pod's node: its events may still arrive.
 	node := podNode(pod)
+	if !isAPIServerPod(pod) || node == "" {
+		return
+	}
 	if cur := f.pods[node]; cur != nil && cur.UID != pod.UID {
 		return // a newer pod of the node is already known
 	}
@@ -232,7 +254,7 @@ func (f *follower) onEvent(obj any) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.emit(f.obs.clusterEvent(f.now(), ev))
+	f.emit(f.obs.clusterEvent(f.now(), ev, func(pod string) string { return f.nodeOf[pod] }))
 }
 
 func (f *follower) status() Status {

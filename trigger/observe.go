@@ -5,7 +5,6 @@ import (
 
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -19,6 +18,9 @@ type observer struct {
 	since     time.Time
 	iteration int
 	seen      map[string]int32 // Event UID -> count already reported
+	// clockOffset is the cluster's clock minus ours; an Event's own
+	// (server-stamped) time is moved onto our clock by it.
+	clockOffset time.Duration
 }
 
 func newObserver(since time.Time, iteration int) *observer {
@@ -130,7 +132,7 @@ func (o *observer) pod(now time.Time, old, cur *corev1.Pod) []results.Event {
 
 // clusterEvent turns an Event recorded in the namespace into a timeline event,
 // once per occurrence; events from before the rollout are history and dropped.
-func (o *observer) clusterEvent(now time.Time, ev *corev1.Event) []results.Event {
+func (o *observer) clusterEvent(now time.Time, ev *corev1.Event, nodeOf func(pod string) string) []results.Event {
 	at, precise := eventTime(ev)
 	if at.Before(o.since.Add(-time.Second)) {
 		return nil
@@ -145,11 +147,11 @@ func (o *observer) clusterEvent(now time.Time, ev *corev1.Event) []results.Event
 	o.seen[string(ev.UID)] = count
 	e := o.event(now, results.KindClusterEvent)
 	if precise {
-		e.Time = at
+		e.Time = at.Add(-o.clockOffset)
 	}
 	e.Reason = ev.Reason
 	e.Message = ev.Message
-	e.Node = eventNode(ev)
+	e.Node = eventNode(ev, nodeOf)
 	return []results.Event{e}
 }
 
@@ -170,24 +172,32 @@ func eventTime(ev *corev1.Event) (t time.Time, precise bool) {
 
 const podPrefix = "kube-apiserver-"
 
-// eventNode names the node an Event is about: the apiserver pod it involves,
-// else the host that reported it.
-func eventNode(ev *corev1.Event) string {
-	if ev.InvolvedObject.Kind == "Pod" && strings.HasPrefix(ev.InvolvedObject.Name, podPrefix) {
-		return strings.TrimPrefix(ev.InvolvedObject.Name, podPrefix)
+// apiserverLabel marks the kube-apiserver static pods among the namespace's
+// pods: guard (kube-apiserver-guard-<node>, app=guard), installer
+// (installer-<rev>[-retry-<n>]-<node>, app=installer) and pruner
+// (revision-pruner-<rev>-<node>, app=pruner) pods live next to them
+// (library-go pkg/operator/staticpod/controller/{guard,installer,prune}).
+const apiserverLabel = "apiserver"
+
+// isAPIServerPod reports whether p is a kube-apiserver static pod rather than
+// a guard, installer or pruner pod of the same namespace.
+func isAPIServerPod(p *corev1.Pod) bool { return p.Labels[apiserverLabel] == "true" }
+
+// eventNode names the node an Event is about: the node of the pod it
+// involves (nodeOf, from the namespace's pods), else the host that reported
+// it. A pod's name is never trimmed into a node name: the namespace holds
+// kube-apiserver-guard-<node> and installer pods too.
+func eventNode(ev *corev1.Event, nodeOf func(pod string) string) string {
+	if ev.InvolvedObject.Kind == "Pod" && nodeOf != nil {
+		if n := nodeOf(ev.InvolvedObject.Name); n != "" {
+			return n
+		}
 	}
-	if ev.Source.Host != "" {
-		return ev.Source.Host
-	}
-	return ev.ReportingInstance
+	return ev.Source.Host
 }
 
-func podNode(p *corev1.Pod) string {
-	if p.Spec.NodeName != "" {
-		return p.Spec.NodeName
-	}
-	return strings.TrimPrefix(p.Name, podPrefix)
-}
+// podNode is the node a pod runs on; "" for a pod not bound to one.
+func podNode(p *corev1.Pod) string { return p.Spec.NodeName }
 
 func podRevision(p *corev1.Pod) int32 {
 	n, _ := strconv.ParseInt(p.Labels["revision"], 10, 32)

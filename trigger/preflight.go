@@ -168,3 +168,25 @@ func clusterOperatorProblems(ctx context.Context, c *Clients) ([]string, error) 
 	}
 	return problems, nil
 }
+
+// Describe reads what a run is against, the server's version and, on
+// OpenShift, its version, platform and topology, without requiring the
+// kube-apiserver operator: a run without a rollout changes nothing and may
+// poll any cluster.
+func Describe(ctx context.Context, c *Clients) (ClusterInfo, error) {
+	var info ClusterInfo
+	err := retryTransient(ctx, func(context.Context) error {
+		v, err := c.Kube.Discovery().ServerVersion()
+		if err == nil {
+			info.ServerVersion = v.GitVersion
+		}
+		return err
+	})
+	if err != nil {
+		return info, fmt.Errorf("cannot reach the cluster's API: %v (check the kubeconfig and that the server is up)", err)
+	}
+	if err := clusterInfo(ctx, c, &info); err != nil && !apierrors.IsForbidden(err) {
+		return info, err
+	}
+	return info, nil
+}

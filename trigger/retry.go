@@ -20,7 +20,9 @@ var transientBackoff = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 1.
 // is busy or restarting, or a connection cut under us. During a rollout these
 // are expected, not failures.
 func isTransient(err error) bool {
-	if err == nil {
+	if err == nil || apierrors.IsNotFound(err) {
+		// A 404 without a Status body is an "unexpected server response"
+		// too; it is an answer, not a restart.
 		return false
 	}
 	if apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||

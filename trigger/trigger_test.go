@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -416,26 +417,127 @@ func TestObserverClusterEvents(t *testing.T) {
 		Count:          1,
 	}
 	now := start.Add(11 * time.Second)
-	got := o.clusterEvent(now, ev)
+	nodeOf := map[string]string{"kube-apiserver-master-1": "master-1"}
+	got := o.clusterEvent(now, ev, func(p string) string { return nodeOf[p] })
 	if len(got) != 1 || got[0].Node != "master-1" || !got[0].Time.Equal(start.Add(10234*time.Millisecond)) || !got[0].Observed.Equal(now) || got[0].Iteration != 2 {
 		t.Fatalf("event = %+v", got)
 	}
-	if again := o.clusterEvent(now, ev); len(again) != 0 {
+	if again := o.clusterEvent(now, ev, nil); len(again) != 0 {
 		t.Fatalf("the same occurrence reported twice: %+v", again)
 	}
 	ev.Count = 2
-	if again := o.clusterEvent(now, ev); len(again) != 1 {
+	if again := o.clusterEvent(now, ev, nil); len(again) != 1 {
 		t.Fatalf("a repeated occurrence (count 2) was not reported")
 	}
 	old := ev.DeepCopy()
 	old.UID, old.EventTime = "u2", metav1.NewMicroTime(start.Add(-time.Hour))
-	if hist := o.clusterEvent(now, old); len(hist) != 0 {
+	if hist := o.clusterEvent(now, old, nil); len(hist) != 0 {
 		t.Fatalf("an event from before the rollout was reported: %+v", hist)
 	}
 	coarse := ev.DeepCopy()
 	coarse.UID, coarse.EventTime = "u3", metav1.MicroTime{}
 	coarse.LastTimestamp = metav1.NewTime(start.Add(10 * time.Second))
-	if got := o.clusterEvent(now, coarse); len(got) != 1 || !got[0].Time.Equal(now) {
+	if got := o.clusterEvent(now, coarse, nil); len(got) != 1 || !got[0].Time.Equal(now) {
 		t.Fatalf("a second-granular event should be placed at its observation time: %+v", got)
+	}
+}
+
+// TestFollowNamesTheNodeOfGuardInstallerAndPrunerPods follows a rollout on
+// objects shaped as a 4.17 cluster on AWS has them: the namespace holds,
+// next to kube-apiserver-<node>, the guard pod kube-apiserver-guard-<node>
+// (app=guard) and installer-<rev>-<node>, revision-pruner-<rev>-<node> pods
+// (library-go's staticpod guard, installer and prune controllers). Their
+// events belong to the pod's spec.nodeName: a trimmed name prefix would
+// invent nodes such as "guard-ip-10-0-12-34.ec2.internal".
+func TestFollowNamesTheNodeOfGuardInstallerAndPrunerPods(t *testing.T) {
+	node := "ip-10-0-12-34.ec2.internal"
+	kas := &operatorv1.KubeAPIServer{ObjectMeta: metav1.ObjectMeta{Name: OperatorName}}
+	kas.Status.LatestAvailableRevision = 7
+	kas.Status.NodeStatuses = []operatorv1.NodeStatus{{NodeName: node, CurrentRevision: 7}}
+	pod := func(name, app string, extra map[string]string) *corev1.Pod {
+		labels := map[string]string{"app": app}
+		for k, v := range extra {
+			labels[k] = v
+		}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, UID: types.UID(name), Labels: labels},
+			Spec: corev1.PodSpec{NodeName: node}}
+	}
+	kube := kubefake.NewSimpleClientset(
+		pod("kube-apiserver-"+node, "openshift-kube-apiserver", map[string]string{"apiserver": "true", "revision": "7"}),
+		pod("kube-apiserver-guard-"+node, "guard", nil),
+		pod("installer-7-"+node, "installer", nil),
+		pod("installer-8-retry-1-"+node, "installer", nil),
+		pod("revision-pruner-7-"+node, "pruner", nil),
+	)
+	c := &Clients{Kube: kube, Operator: operatorfake.NewSimpleClientset(kas)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := &recorder{}
+	done := make(chan error, 1)
+	since := time.Now()
+	go func() {
+		_, err := Follow(ctx, c, FollowOptions{FromRevision: 7, Since: since, Iteration: 1}, rec.add)
+		done <- err
+	}()
+	waitSynced(t, c, 3)
+	events := []struct {
+		pod, reason, component, host string
+	}{
+		// The kubelet reports the guard's failing readiness probe with its host.
+		{"kube-apiserver-guard-" + node, "ProbeError", "kubelet", node},
+		// The scheduler reports with no host at all.
+		{"installer-8-retry-1-" + node, "Scheduled", "default-scheduler", ""},
+		{"revision-pruner-7-" + node, "Scheduled", "default-scheduler", ""},
+		{"installer-7-" + node, "Started", "kubelet", node},
+	}
+	for i, e := range events {
+		ev := &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%d", e.pod, i), Namespace: Namespace, UID: types.UID(fmt.Sprint(i))},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: Namespace, Name: e.pod},
+			Reason:         e.reason,
+			Source:         corev1.EventSource{Component: e.component, Host: e.host},
+			LastTimestamp:  metav1.NewTime(since.Add(time.Second)),
+			Count:          1,
+		}
+		if _, err := kube.CoreV1().Events(Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && len(rec.kinds(node)) < len(events) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.evs) != len(events) {
+		t.Fatalf("got %d events, want %d: %+v", len(rec.evs), len(events), rec.evs)
+	}
+	for _, e := range rec.evs {
+		if e.Node != node {
+			t.Errorf("%s %s placed on node %q, want %q", e.Kind, e.Reason, e.Node, node)
+		}
+	}
+}
+
+// TestObserverMovesEventTimesOntoOurClock: with the cluster's clock 1.5 s
+// ahead of ours, an Event stamped at 10.234 s on the cluster's clock
+// happened at 8.734 s on ours, the clock the samples carry.
+func TestObserverMovesEventTimesOntoOurClock(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	o := newObserver(start, 1)
+	o.clockOffset = 1500 * time.Millisecond
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{UID: "u1"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "kube-apiserver-master-0"},
+		Source:         corev1.EventSource{Host: "master-0"},
+		Reason:         "TerminationStoppedServing",
+		EventTime:      metav1.NewMicroTime(start.Add(10234 * time.Millisecond)),
+		Count:          1,
+	}
+	got := o.clusterEvent(start.Add(11*time.Second), ev, nil)
+	if len(got) != 1 || !got[0].Time.Equal(start.Add(8734*time.Millisecond)) || got[0].Node != "master-0" {
+		t.Fatalf("event %+v, want it at 8.734 s on master-0", got)
 	}
 }

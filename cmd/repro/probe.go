@@ -12,19 +12,16 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/repro-tools/repro/prober"
-	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
+	"github.com/repro-tools/repro/scenarios"
 )
 
 func init() { subcommands = append(subcommands, newProbeCmd) }
 
 type probeOptions struct {
-	duration     time.Duration
-	interval     time.Duration
-	probeTimeout time.Duration
-	backends     []string
-	http2        bool
-	out          string
+	duration time.Duration
+	polling  pollingFlags
+	out      string
 }
 
 func newProbeCmd(o *rootOptions) *cobra.Command {
@@ -32,12 +29,17 @@ func newProbeCmd(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "probe --duration D",
 		Short: "Poll the API backends over new and reused connections and record every request",
-		Long: `Poll every chosen API backend of the kubeconfig's cluster with two pollers,
-one opening a new TCP+TLS connection per request and one reusing its
-connection, every --interval, for --duration. Every request is recorded in
-samples.jsonl with millisecond timing; intervals.json, backend-disruption.json
-and summary.txt are derived from it at the end (and can be rebuilt with
-"repro report DIR"). Ctrl-C ends the run early and keeps everything measured.
+		Long: `Poll every chosen API backend of the kubeconfig's cluster (found the way oc
+finds it: --kubeconfig, KUBECONFIG, ~/.kube/config, in-cluster) with two
+pollers, one opening a new TCP+TLS connection per request and one reusing its
+connection, every --interval, for --duration. It changes nothing: it is the
+baseline scenario of "repro run", with no trigger. Every backend is checked
+once first; one that answers 401, 403 or 404 is named and not polled.
+
+Every request is recorded in samples.jsonl with millisecond timing;
+intervals.json, backend-disruption.json and summary.txt are derived from it
+at the end (and can be rebuilt with "repro report DIR"). Ctrl-C ends the run
+early and keeps everything measured.
 
 Backends: ` + strings.Join(prober.BackendNames(), ", ") + `.`,
 		Args: cobra.NoArgs,
@@ -45,46 +47,28 @@ Backends: ` + strings.Join(prober.BackendNames(), ", ") + `.`,
 	}
 	f := cmd.Flags()
 	f.DurationVar(&po.duration, "duration", 0, "how long to poll (required), e.g. 10m")
-	f.DurationVar(&po.interval, "interval", prober.DefaultInterval, "time between two requests of each poller (minimum 10ms)")
-	f.DurationVar(&po.probeTimeout, "probe-timeout", prober.DefaultProbeTimeout, "bound on each request; dial, TLS and response headers get 4/5 of it")
-	f.StringSliceVar(&po.backends, "backends", prober.DefaultBackendNames, "backends to poll: "+strings.Join(prober.BackendNames(), ", "))
-	f.BoolVar(&po.http2, "http2", false, "negotiate HTTP/2 (default HTTP/1.1, like origin's sampler)")
+	po.polling.bind(f)
 	f.StringVar(&po.out, "out", "", "results folder (default ./repro-results/<UTC timestamp>-probe)")
 	return cmd
 }
 
 func runProbe(cmd *cobra.Command, o *rootOptions, po *probeOptions) error {
 	ctx := cmd.Context()
-	log := o.logger()
 	if po.duration <= 0 {
 		return errors.New("--duration is required and must be positive, e.g. --duration 10m")
 	}
-	if po.interval < prober.MinInterval {
-		return fmt.Errorf("--interval %v is below the minimum of %v", po.interval, prober.MinInterval)
-	}
-	if po.probeTimeout <= 0 {
-		return fmt.Errorf("--probe-timeout must be positive, got %v", po.probeTimeout)
-	}
-	backends, err := prober.LookupBackends(po.backends)
-	if err != nil {
-		return fmt.Errorf("--backends: %w", err)
-	}
-	rc, err := restConfig(o)
+	polling, err := po.polling.settings()
 	if err != nil {
 		return err
 	}
-	pr, err := prober.New(rc,
-		prober.WithBackends(backends...),
-		prober.WithInterval(po.interval),
-		prober.WithProbeTimeout(po.probeTimeout),
-		prober.WithDuration(po.duration),
-		prober.WithHTTP2(po.http2),
-		prober.WithLogger(log))
+	target, err := liveTarget(o)
 	if err != nil {
 		return err
 	}
-	defer pr.Close()
-
+	sc, err := scenarios.Lookup("baseline")
+	if err != nil {
+		return err
+	}
 	out := po.out
 	if out == "" {
 		out = results.DefaultDir("probe", time.Now())
@@ -93,95 +77,29 @@ func runProbe(cmd *cobra.Command, o *rootOptions, po *probeOptions) error {
 	if err != nil {
 		return err
 	}
-
-	first, err := pr.Preflight(ctx)
+	closeLog, err := o.logToFile(folder.Path(logFileName))
 	if err != nil {
-		folder.RemoveIfEmpty()
+		return err
+	}
+	defer closeLog()
+	session := &scenarios.Session{
+		Command: "probe", Args: os.Args, Scenario: sc, Timings: scenarios.Timings{Baseline: po.duration},
+		Polling: polling, Target: target, Out: cmd.OutOrStdout(), Log: o.logger(),
+		Progress: func(pr *prober.Prober, total time.Duration) (*zap.Logger, func()) {
+			d := startProgress(ctx, pr, total, o, nil)
+			return d.logger(), d.finish
+		},
+	}
+	run, runErr := session.Run(ctx, folder)
+	if run == nil {
+		closeLog()
+		removeIfOnlyLog(folder)
 		if ctx.Err() != nil {
 			return withExitCode(exitInterrupted, errors.New("interrupted before polling started"))
 		}
-		return err
+		return runErr
 	}
-	switch {
-	case first.StatusCode == 401 || first.StatusCode == 403:
-		log.Warn("the server refuses the kubeconfig's credentials; polling anyway, failures will be classed http-other",
-			zap.Int("status", first.StatusCode), zap.String("error", first.Error))
-	case first.ErrorClass != results.ClassNone:
-		log.Warn("preflight request failed; polling anyway", zap.String("class", string(first.ErrorClass)), zap.String("error", first.Error))
-	}
-
-	run := results.NewRun("probe", os.Args, time.Now())
-	run.Server = pr.Server()
-	run.Settings = map[string]any{
-		"duration":      po.duration.String(),
-		"interval":      po.interval.String(),
-		"probeTimeout":  po.probeTimeout.String(),
-		"backends":      names(backends),
-		"http2":         po.http2,
-		"inFlightBound": prober.InFlightBound(po.probeTimeout, po.interval),
-	}
-	if err := folder.WriteRun(run); err != nil {
-		return err
-	}
-	w, err := results.CreateJSONL(folder.Path(results.SamplesFile))
-	if err != nil {
-		return err
-	}
-
-	log.Info("polling", zap.String("server", pr.Server()), zap.Strings("pollers", pr.PollerNames()),
-		zap.Duration("interval", po.interval), zap.Duration("duration", po.duration), zap.String("out", folder.Dir()))
-	display := startProgress(ctx, pr, po.duration, log, nil)
-	samples := pr.Run(ctx)
-	var writeErr error
-	for s := range samples {
-		if writeErr != nil {
-			continue // keep draining so the pollers finish
-		}
-		if err := w.Write(&s); err != nil {
-			writeErr = err
-			display.logger().Error("writing samples failed; polling continues but nothing more is saved", zap.Error(err))
-		}
-	}
-	display.finish()
-	if err := w.Close(); err != nil && writeErr == nil {
-		writeErr = err
-	}
-
-	status := results.StatusComplete
-	if ctx.Err() != nil {
-		status = results.StatusInterrupted
-	}
-	if writeErr != nil {
-		status = results.StatusFailed
-		run.Error = writeErr.Error()
-	}
-	run.Finish(time.Now(), status)
-	if err := folder.WriteRun(run); err != nil {
-		return err
-	}
-	if writeErr != nil {
-		return fmt.Errorf("writing %s: %v", folder.Path(results.SamplesFile), writeErr)
-	}
-
-	a, err := report.Rebuild(folder.Dir())
-	if err != nil {
-		return fmt.Errorf("report on %s: %w (samples are kept; rerun \"repro report %s\")", folder.Dir(), err, folder.Dir())
-	}
-	if summary, err := os.ReadFile(folder.Path(results.SummaryFile)); err == nil {
-		fmt.Fprint(cmd.OutOrStdout(), string(summary))
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "\nresults: %s (%d samples)\n", folder.Dir(), a.Samples)
-	if status == results.StatusInterrupted {
-		return withExitCode(exitInterrupted, fmt.Errorf("interrupted; partial results kept in %s", folder.Dir()))
-	}
-	var refused int64
-	for _, p := range a.Pollers {
-		refused += p.Unauthorized
-	}
-	if refused > 0 {
-		return fmt.Errorf("%d request(s) were refused with 401/403: the kubeconfig's credentials are expired or lack permission; results kept in %s", refused, folder.Dir())
-	}
-	return nil
+	return finishRun(cmd.OutOrStdout(), folder, run, runErr, 0)
 }
 
 // restConfig loads the client configuration the way oc does, and says so
@@ -204,14 +122,6 @@ func restConfig(o *rootOptions) (*rest.Config, error) {
 		return nil, fmt.Errorf("kubeconfig: %s", oneLine(err.Error()))
 	}
 	return rc, nil
-}
-
-func names(bs []prober.Backend) []string {
-	out := make([]string, len(bs))
-	for i, b := range bs {
-		out[i] = b.Name
-	}
-	return out
 }
 
 // oneLine folds a multi-line error message into one line.

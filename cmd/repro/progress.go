@@ -5,37 +5,48 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
 
 	"github.com/repro-tools/repro/prober"
 )
 
-// progressDisplay renders the prober's live counters: one line per
-// backend-connection on a terminal (mpb), a periodic log line otherwise.
+// progressDisplay renders the prober's live counters: on a terminal one
+// line per backend-connection (mpb) with every log line printed above the
+// bars; otherwise plain lines, one per stage or node change and a periodic
+// poller line.
 type progressDisplay struct {
 	stop chan struct{}
 	done chan struct{}
-	log  *zap.Logger // logger that prints above the bars while they show
+	log  *zap.Logger
+	sink *logSink
 }
 
 // startProgress starts rendering. total is the planned run length (0 when
 // it runs until interrupted). Call finish when the prober is done.
 // view, when not nil, adds the run's stage and one line per node of the
 // rollout under way.
-func startProgress(ctx context.Context, pr *prober.Prober, total time.Duration, base *zap.Logger, view *rolloutView) *progressDisplay {
-	d := &progressDisplay{stop: make(chan struct{}), done: make(chan struct{}), log: base}
+func startProgress(ctx context.Context, pr *prober.Prober, total time.Duration, o *rootOptions, view *rolloutView) *progressDisplay {
+	d := &progressDisplay{stop: make(chan struct{}), done: make(chan struct{}), log: o.logger(), sink: o.sink}
+	if d.sink == nil {
+		d.sink = newLogSink(os.Stderr)
+	}
 	if !term.IsTerminal(int(os.Stderr.Fd())) {
-		go d.logLoop(pr, total, base, view)
+		go d.lineLoop(pr, total, view)
 		return d
 	}
 	p := mpb.NewWithContext(context.WithoutCancel(ctx), mpb.WithOutput(os.Stderr), mpb.WithRefreshRate(250*time.Millisecond), mpb.WithWidth(24))
-	d.log = loggerTo(p, base)
+	// Every log line, the lab's and client-go's too, goes through the
+	// container: it prints above the bars, which are redrawn below it. A
+	// line written to stderr past the container would leave a stale copy
+	// of the bars in the scrollback.
+	lines := newLineQueue(p)
+	d.sink.setConsole(lines)
 	names := pr.PollerNames()
 	width := 0
 	for _, n := range names {
@@ -96,6 +107,8 @@ func startProgress(ctx context.Context, pr *prober.Prober, total time.Duration, 
 			addNodeBars()
 			select {
 			case <-d.stop:
+				d.sink.setConsole(nil)
+				lines.close()
 				copy(stats, pr.Stats())
 				for _, b := range bars {
 					b.SetTotal(-1, true)
@@ -122,32 +135,40 @@ func (d *progressDisplay) finish() {
 	<-d.done
 }
 
-func (d *progressDisplay) logLoop(pr *prober.Prober, total time.Duration, log *zap.Logger, view *rolloutView) {
+// lineLoop prints plain progress lines: one whenever the stage or a
+// node's phase changes, and the pollers' counters every pollerLineEvery.
+func (d *progressDisplay) lineLoop(pr *prober.Prober, total time.Duration, view *rolloutView) {
 	defer close(d.done)
+	w := d.sink.consoleWriter()
 	start := time.Now()
-	t := time.NewTicker(10 * time.Second)
+	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
+	last, lastPollers := "", start
 	for {
 		select {
 		case <-d.stop:
 			return
-		case <-t.C:
-			var parts []string
-			for _, s := range pr.Stats() {
-				parts = append(parts, s.Name+": "+pollerLine(s))
-			}
-			fields := []zap.Field{zap.Strings("pollers", parts)}
-			line := elapsedLine(time.Since(start), total)
+		case now := <-t.C:
 			if view != nil {
-				line = view.stageLine(time.Now()) + " " + line
-				if nodes := view.nodeLines(time.Now()); len(nodes) > 0 {
-					fields = append(fields, zap.Strings("nodes", nodes))
+				if st := view.state(); st != last {
+					last = st
+					fmt.Fprintf(w, "%s progress: %s\n", now.Format("15:04:05.000"), st)
 				}
 			}
-			log.Info("progress "+line, fields...)
+			if now.Sub(lastPollers) >= pollerLineEvery {
+				lastPollers = now
+				var parts []string
+				for _, s := range pr.Stats() {
+					parts = append(parts, fmt.Sprintf("%s %d/%d/%.3fs", s.Name, s.Samples, s.Failures, s.Disrupted.Seconds()))
+				}
+				fmt.Fprintf(w, "%s pollers (samples/failures/disrupted), %s: %s\n", now.Format("15:04:05.000"), elapsedLine(now.Sub(start), total), strings.Join(parts, ", "))
+			}
 		}
 	}
 }
+
+// pollerLineEvery is how often a run without a terminal prints the pollers' counters.
+const pollerLineEvery = 10 * time.Second
 
 func pollerLine(s prober.PollerStats) string {
 	line := fmt.Sprintf("samples %6d  failures %5d  disrupted %9.3fs", s.Samples, s.Failures, s.Disrupted.Seconds())
@@ -169,17 +190,37 @@ func elapsedLine(elapsed, total time.Duration) string {
 	return fmt.Sprintf("elapsed %v  remaining %v  (Ctrl-C stops early and keeps the results)", elapsed, remaining)
 }
 
-// loggerTo returns a console logger like the root one, at the same level,
-// writing to w (the progress container, so lines print above the bars).
-func loggerTo(w io.Writer, base *zap.Logger) *zap.Logger {
-	level := zapcore.ErrorLevel
-	for _, l := range []zapcore.Level{zapcore.DebugLevel, zapcore.InfoLevel, zapcore.WarnLevel} {
-		if base.Core().Enabled(l) {
-			level = l
-			break
+// lineQueue hands log lines to the progress container from its own
+// goroutine: the container takes a line only at its next refresh (up to
+// 250 ms), and a poller that logs must not wait for that. When more than
+// its capacity is waiting, lines are dropped from the screen (repro.log
+// keeps them).
+type lineQueue struct {
+	ch   chan []byte
+	done chan struct{}
+}
+
+func newLineQueue(w io.Writer) *lineQueue {
+	q := &lineQueue{ch: make(chan []byte, 256), done: make(chan struct{})}
+	go func() {
+		defer close(q.done)
+		for b := range q.ch {
+			w.Write(b)
 		}
+	}()
+	return q
+}
+
+func (q *lineQueue) Write(b []byte) (int, error) {
+	select {
+	case q.ch <- append([]byte(nil), b...):
+	default:
 	}
-	enc := zap.NewDevelopmentEncoderConfig()
-	enc.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
-	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), level))
+	return len(b), nil
+}
+
+// close waits for the queued lines to be printed; no Write may follow.
+func (q *lineQueue) close() {
+	close(q.ch)
+	<-q.done
 }

@@ -110,3 +110,33 @@ func phaseBar(p report.NodePhase) string {
 	n := phaseSteps[p]
 	return "[" + strings.Repeat("###", n) + strings.Repeat("...", 3-n) + "]"
 }
+
+// state is the stage and every node's phase, without times: it changes
+// only when something happens, for the plain progress lines.
+func (v *rolloutView) state() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.stage == "" {
+		return "starting"
+	}
+	s := v.stage
+	if v.iteration > 0 {
+		s = fmt.Sprintf("iteration %d: %s", v.iteration, s)
+	}
+	if v.revision > 0 && v.stage == results.PhaseRollout {
+		s += fmt.Sprintf(" to revision %d", v.revision)
+	}
+	names := make([]string, 0, len(v.nodes))
+	for n := range v.nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		sep := ", "
+		if i == 0 {
+			sep = "; "
+		}
+		s += sep + n + " " + string(v.nodes[n])
+	}
+	return s
+}

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 )
 
@@ -16,6 +12,8 @@ type rootOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	logLevel    string
 	log         *zap.Logger
+	sink        *logSink
+	cores       logCores
 }
 
 // subcommands collects the constructors of repro's commands; each command's
@@ -30,12 +28,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(o.logLevel)
-			if err != nil {
-				return err
-			}
-			o.log = log
-			return nil
+			return o.setupLogging(o.logLevel)
 		},
 	}
 	o.configFlags.AddFlags(cmd.PersistentFlags())
@@ -52,17 +45,4 @@ func (o *rootOptions) logger() *zap.Logger {
 		return zap.NewNop()
 	}
 	return o.log
-}
-
-// newLogger builds a human-readable console logger on stderr, so stdout stays
-// free for results and the progress bars.
-func newLogger(level string) (*zap.Logger, error) {
-	var lvl zapcore.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
-	}
-	enc := zap.NewDevelopmentEncoderConfig()
-	enc.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
-	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(os.Stderr), lvl)
-	return zap.New(core), nil
 }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
-	"k8s.io/client-go/rest"
 
 	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/prober"
@@ -34,15 +34,46 @@ type runOptions struct {
 	maxDisruption time.Duration
 	dryRun        bool
 	force         bool
+	yes           bool
 	useLab        bool
 	baseline      time.Duration
 	coolDown      time.Duration
 	followTimeout time.Duration
-	interval      time.Duration
-	probeTimeout  time.Duration
-	backends      []string
-	http2         bool
+	polling       pollingFlags
 	lab           labFlags
+}
+
+// pollingFlags are the pollers' flags, shared by run and probe.
+type pollingFlags struct {
+	interval     time.Duration
+	probeTimeout time.Duration
+	backends     []string
+	http2        bool
+}
+
+func (p *pollingFlags) bind(f *pflag.FlagSet) {
+	f.DurationVar(&p.interval, "interval", prober.DefaultInterval, "time between two requests of each poller (minimum 10ms)")
+	f.DurationVar(&p.probeTimeout, "probe-timeout", defaultProbeTimeout, "bound on each request; dial, TLS and response headers get 4/5 of it")
+	f.StringSliceVar(&p.backends, "backends", prober.DefaultBackendNames, "backends to poll: "+strings.Join(prober.BackendNames(), ", "))
+	f.BoolVar(&p.http2, "http2", false, "negotiate HTTP/2 (default HTTP/1.1, like origin's sampler)")
+}
+
+// defaultProbeTimeout is --probe-timeout's default, the prober's own.
+const defaultProbeTimeout = prober.DefaultProbeTimeout
+
+// settings checks the polling flags and resolves the backends.
+func (p *pollingFlags) settings() (scenarios.Polling, error) {
+	if p.interval < prober.MinInterval {
+		return scenarios.Polling{}, fmt.Errorf("--interval %v is below the minimum of %v", p.interval, prober.MinInterval)
+	}
+	if p.probeTimeout <= 0 {
+		return scenarios.Polling{}, fmt.Errorf("--probe-timeout must be positive, got %v", p.probeTimeout)
+	}
+	backends, err := prober.LookupBackends(p.backends)
+	if err != nil {
+		return scenarios.Polling{}, fmt.Errorf("--backends: %w", err)
+	}
+	return scenarios.Polling{Backends: backends, Interval: p.interval, ProbeTimeout: p.probeTimeout, HTTP2: p.http2}, nil
 }
 
 func newScenariosCmd(o *rootOptions) *cobra.Command {
@@ -64,9 +95,15 @@ func newRunCmd(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run --scenario NAME",
 		Short: "Force a kube-apiserver rollout while polling every API backend, and say where the disruption sits",
-		Long: `Run a scenario against the cluster of the kubeconfig (--kubeconfig, KUBECONFIG,
-~/.kube/config or in-cluster) or, when there is none (or with --lab), against the
-lab: real kube-apiservers behind an NLB-like load balancer, started for the run.
+		Long: `Run a scenario against a cluster named with --kubeconfig, --context, --server
+or KUBECONFIG or, when none is named (or with --lab), against the lab: real
+kube-apiservers behind an NLB-like load balancer, started for the run. A
+kubeconfig found elsewhere (~/.kube/config, in-cluster) is never used by run.
+
+Before anything changes on a cluster, repro checks the permissions the run
+needs (see "repro rbac"), that kube-apiserver is settled and that every
+backend answers, then prints the server, context, cluster version and
+platform and asks to go on (default no); without a terminal it needs --yes.
 
 apiserver-rollout: the pollers start; after a baseline, kubeapiservers/cluster
 spec.forceRedeploymentReason is set to repro-<run id>-<n> (nothing else is ever
@@ -74,29 +111,28 @@ changed) and the rollout is followed node by node until every node runs the new
 revision; then a cool-down. --iterations repeats trigger, follow and cool-down.
 
 Results go to --out: samples.jsonl, events.jsonl, intervals.json,
-backend-disruption.json, placements.json, junit.xml and summary.txt, which
-says where every disruption sits in the rollout.
+backend-disruption.json, placements.json, junit.xml, summary.txt, which
+says where every disruption sits in the rollout, and repro.log.
 
 Exit codes: 0 done within limits, 3 disruption over --max-disruption,
 130 interrupted (partial results kept), 1 any other error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runScenario(cmd, o, ro) },
 	}
+	// Every flag of repro run is declared here.
 	f := cmd.Flags()
 	f.StringVar(&ro.scenario, "scenario", "", "scenario to run (see \"repro scenarios\")")
 	f.IntVar(&ro.iterations, "iterations", 1, "rollouts to force in one run, each with its own figures")
 	f.StringVar(&ro.out, "out", "", "results folder (default ./repro-results/<UTC timestamp>-<scenario>)")
 	f.DurationVar(&ro.maxDisruption, "max-disruption", 0, "exit 3 when any backend-connection is disrupted longer than this in total (0: no limit)")
-	f.BoolVar(&ro.dryRun, "dry-run", false, "print the plan and the patch, check it with a server-side dry run, change nothing")
+	f.BoolVar(&ro.dryRun, "dry-run", false, "run the checks, print the plan and the patch, check it with a server-side dry run, change nothing")
 	f.BoolVar(&ro.force, "force", false, "go on even if kube-apiserver is already rolling out or not settled")
-	f.BoolVar(&ro.useLab, "lab", false, "run on the lab even when a kubeconfig is available")
+	f.BoolVar(&ro.yes, "yes", false, "roll out a live cluster without asking (needed when there is no terminal)")
+	f.BoolVar(&ro.useLab, "lab", false, "run on the lab even when a cluster is named")
 	f.DurationVar(&ro.baseline, "baseline", 0, "polling before the first trigger (default 60s live, 10s on the lab)")
 	f.DurationVar(&ro.coolDown, "cool-down", 0, "polling after each rollout completes (default 60s live, 10s on the lab)")
 	f.DurationVar(&ro.followTimeout, "follow-timeout", 0, "limit for one rollout to complete (default 60m live, 5m on the lab)")
-	f.DurationVar(&ro.interval, "interval", prober.DefaultInterval, "time between two requests of each poller (minimum 10ms)")
-	f.DurationVar(&ro.probeTimeout, "probe-timeout", prober.DefaultProbeTimeout, "bound on each request; dial, TLS and response headers get 4/5 of it")
-	f.StringSliceVar(&ro.backends, "backends", prober.DefaultBackendNames, "backends to poll: "+strings.Join(prober.BackendNames(), ", "))
-	f.BoolVar(&ro.http2, "http2", false, "negotiate HTTP/2 (default HTTP/1.1, like origin's sampler)")
+	ro.polling.bind(f)
 	ro.lab.bind(cmd)
 	// A run keeps the load balancer's records in its results folder.
 	_ = cmd.Flags().MarkHidden("lb-records")
@@ -104,24 +140,46 @@ Exit codes: 0 done within limits, 3 disruption over --max-disruption,
 	return cmd
 }
 
-// kubeconfigGiven reports whether the user pointed repro at a cluster: a
-// flag, KUBECONFIG, ~/.kube/config or an in-cluster service account.
-func kubeconfigGiven(o *rootOptions) bool {
-	if o.configFlags.KubeConfig != nil && *o.configFlags.KubeConfig != "" {
-		return true
-	}
-	if o.configFlags.APIServer != nil && *o.configFlags.APIServer != "" {
-		return true
-	}
-	if os.Getenv("KUBECONFIG") != "" || os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
-		return true
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		if _, err := os.Stat(filepath.Join(home, ".kube", "config")); err == nil {
+// explicitTarget reports whether the user named a cluster: --kubeconfig,
+// --context, --server or KUBECONFIG. Only then does repro run go live.
+func explicitTarget(o *rootOptions) bool {
+	for _, f := range []*string{o.configFlags.KubeConfig, o.configFlags.Context, o.configFlags.APIServer} {
+		if f != nil && *f != "" {
 			return true
 		}
 	}
-	return false
+	return os.Getenv("KUBECONFIG") != ""
+}
+
+// foundKubeconfig names a cluster configuration oc would use although none
+// was named (~/.kube/config or in-cluster), "" when there is none.
+func foundKubeconfig() string {
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" && os.Getenv("KUBERNETES_SERVICE_PORT") != "" {
+		return "the in-cluster service account"
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		p := filepath.Join(home, ".kube", "config")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// validate checks the run's own flags: one line for the first bad one.
+func (ro *runOptions) validate() error {
+	if ro.iterations < 1 {
+		return fmt.Errorf("--iterations must be at least 1, got %d", ro.iterations)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--max-disruption", ro.maxDisruption}, {"--baseline", ro.baseline}, {"--cool-down", ro.coolDown}, {"--follow-timeout", ro.followTimeout}} {
+		if d.v < 0 {
+			return fmt.Errorf("%s must not be negative, got %v", d.name, d.v)
+		}
+	}
+	return nil
 }
 
 func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
@@ -132,20 +190,24 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	if err != nil {
 		return err
 	}
-	if ro.iterations < 1 {
-		return fmt.Errorf("--iterations must be at least 1, got %d", ro.iterations)
+	if err := ro.validate(); err != nil {
+		return err
 	}
-	if ro.interval < prober.MinInterval {
-		return fmt.Errorf("--interval %v is below the minimum of %v", ro.interval, prober.MinInterval)
-	}
-	backends, err := prober.LookupBackends(ro.backends)
+	polling, err := ro.polling.settings()
 	if err != nil {
-		return fmt.Errorf("--backends: %w", err)
+		return err
 	}
-	onLab := ro.useLab || !kubeconfigGiven(o)
 	labOpts, err := ro.lab.options()
 	if err != nil {
 		return err
+	}
+	// A run goes live only when a cluster is named; a dry run changes
+	// nothing and may look at the cluster oc would use.
+	named := explicitTarget(o)
+	found := foundKubeconfig()
+	onLab := ro.useLab || !named
+	if ro.dryRun && !ro.useLab && !named && found != "" {
+		onLab = false
 	}
 	timings := scenarios.LiveTimings()
 	if onLab {
@@ -160,9 +222,28 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		}
 	}
 	runID := time.Now().UTC().Format("20060102t150405")
+	session := &scenarios.Session{
+		Command: "run", Args: os.Args, Scenario: sc, Timings: timings, Iterations: ro.iterations, RunID: runID,
+		Force: ro.force, Polling: polling, MaxDisruption: ro.maxDisruption, Yes: ro.yes, Out: out, Log: log,
+	}
 
 	if ro.dryRun {
-		return dryRun(cmd, o, ro, sc, timings, runID, onLab)
+		printPlan(out, ro, sc, timings, runID, onLab)
+		if onLab {
+			fmt.Fprintln(out, "dry run: nothing was started or changed")
+			return nil
+		}
+		if !named {
+			fmt.Fprintf(out, "no cluster named: checking %s, which a real run would not use without --kubeconfig\n", found)
+		}
+		if session.Target, err = liveTarget(o); err != nil {
+			return err
+		}
+		if err := session.DryRun(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "dry run: nothing was changed")
+		return nil
 	}
 
 	outDir := ro.out
@@ -173,22 +254,30 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	if err != nil {
 		return err
 	}
+	logFile, err := o.logToFile(folder.Path(logFileName))
+	if err != nil {
+		return err
+	}
+	defer logFile()
 
-	var rc *rest.Config
 	var theLab *lab.Lab
 	if onLab {
-		why := "no kubeconfig given"
+		why := "no cluster named (--kubeconfig, --context, --server or KUBECONFIG)"
 		if ro.useLab {
 			why = "--lab"
+		} else if found != "" {
+			why += "; " + found + " was found and not used"
 		}
 		fmt.Fprintf(out, "%s: starting the lab (%d real kube-apiservers behind an NLB-like load balancer)\n", why, labOpts.Nodes)
 		opts := labOpts
-		opts.Logger = log.Named("lab")
+		// The lab's process chatter goes to repro.log; warnings also to the screen.
+		opts.Logger = o.quietLogger().Named("lab")
 		opts.BuildProgress = os.Stderr
 		opts.ConnRecords = folder.Path(lbRecordsFile)
 		started := time.Now()
 		theLab, err = startLab(ctx, opts)
 		if err != nil {
+			logFile()
 			folder.RemoveIfEmpty()
 			if ctx.Err() != nil {
 				return withExitCode(exitInterrupted, errors.New("interrupted while starting the lab"))
@@ -197,92 +286,64 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		}
 		defer theLab.Stop()
 		fmt.Fprintf(out, "lab is up in %s at %s\n", time.Since(started).Round(time.Millisecond), theLab.URL())
-		rc = theLab.RESTConfig()
+		session.Target = scenarios.Target{Config: theLab.RESTConfig(), Lab: labSettings(theLab)}
+		session.BeforeFinish = func(run *results.Run) {
+			// The fault windows the lab applied, to line up with the gaps.
+			run.SetExtra("labFaults", theLab.FaultEvents())
+			if err := keepLabLogs(theLab, folder); err != nil {
+				log.Warn("could not copy the apiserver logs into the results", zap.Error(err))
+			}
+		}
 	} else {
-		if rc, err = restConfig(o); err != nil {
+		if session.Target, err = liveTarget(o); err != nil {
+			logFile()
 			folder.RemoveIfEmpty()
 			return err
 		}
+		session.Confirm = terminalConfirm(cmd)
 	}
-
-	clients, err := trigger.NewClients(rc)
-	if err != nil {
-		return err
-	}
-	st, info, err := trigger.Preflight(ctx, clients, ro.force || !sc.Rollout)
-	if err != nil {
-		folder.RemoveIfEmpty()
-		return err
-	}
-	if !st.Converged() && sc.Rollout {
-		log.Warn("kube-apiserver is not settled; going on because of --force", zap.String("state", st.String()))
-	}
-	pr, err := prober.New(rc,
-		prober.WithBackends(backends...),
-		prober.WithInterval(ro.interval),
-		prober.WithProbeTimeout(ro.probeTimeout),
-		prober.WithHTTP2(ro.http2),
-		prober.WithLogger(log))
-	if err != nil {
-		return err
-	}
-	defer pr.Close()
-
-	run := results.NewRun("run", os.Args, time.Now())
-	run.Server = pr.Server()
-	run.Settings = map[string]any{
-		"interval": ro.interval.String(), "probeTimeout": ro.probeTimeout.String(),
-		"backends": names(backends), "http2": ro.http2,
-		"inFlightBound": prober.InFlightBound(ro.probeTimeout, ro.interval),
-		"baseline":      timings.Baseline.String(), "coolDown": timings.CoolDown.String(),
-		"followTimeout": timings.FollowTimeout.String(), "settle": timings.Settle.String(),
-		"maxDisruption": ro.maxDisruption.String(),
-	}
-	run.SetExtra("scenario", sc.Name)
-	run.SetExtra("iterations", ro.iterations)
-	run.SetExtra("runID", runID)
-	run.SetExtra("cluster", info)
-	run.SetExtra("revisionBefore", st.LatestAvailableRevision)
-	if onLab {
-		run.SetExtra("target", "lab")
-		run.SetExtra("lab", labSettings(theLab))
-	} else {
-		run.SetExtra("target", "cluster")
-	}
-	if err := folder.WriteRun(run); err != nil {
-		return err
-	}
-	log.Info("running", zap.String("scenario", sc.Name), zap.String("server", pr.Server()), zap.String("out", folder.Dir()),
-		zap.Int("iterations", ro.iterations), zap.Duration("baseline", timings.Baseline))
 
 	view := newRolloutView(sc.Rollout)
-	display := startProgress(ctx, pr, 0, log, view)
-	runErr := scenarios.Execute(ctx, scenarios.Config{
-		Scenario: sc, Timings: timings, Iterations: ro.iterations, RunID: runID, Force: ro.force,
-		Prober: pr, Clients: clients, Folder: folder, Run: run, Log: display.logger(), OnEvent: view.observe,
-	})
-	display.finish()
+	session.OnEvent = view.observe
+	session.Progress = func(pr *prober.Prober, total time.Duration) (*zap.Logger, func()) {
+		d := startProgress(ctx, pr, total, o, view)
+		return d.logger(), d.finish
+	}
+	run, runErr := session.Run(ctx, folder)
+	if run == nil {
+		// Stopped before measuring: nothing of the run is kept but its log.
+		logFile()
+		removeIfOnlyLog(folder)
+		if ctx.Err() != nil {
+			return withExitCode(exitInterrupted, errors.New("interrupted before polling started; nothing was changed"))
+		}
+		return runErr
+	}
+	return finishRun(out, folder, run, runErr, ro.maxDisruption)
+}
 
-	if theLab != nil {
-		// The fault windows the lab applied, to line up with the gaps.
-		run.SetExtra("labFaults", theLab.FaultEvents())
-		if err := keepLabLogs(theLab, folder); err != nil {
-			log.Warn("could not copy the apiserver logs into the results", zap.Error(err))
+// liveTarget is the named cluster's configuration.
+func liveTarget(o *rootOptions) (scenarios.Target, error) {
+	rc, err := restConfig(o)
+	if err != nil {
+		return scenarios.Target{}, err
+	}
+	t := scenarios.Target{Config: rc, Live: true}
+	if o.configFlags.APIServer == nil || *o.configFlags.APIServer == "" {
+		if raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
+			t.Context = raw.CurrentContext
+		}
+		if o.configFlags.Context != nil && *o.configFlags.Context != "" {
+			t.Context = *o.configFlags.Context
 		}
 	}
-	status := results.StatusComplete
-	switch {
-	case ctx.Err() != nil:
-		status = results.StatusInterrupted
-	case runErr != nil:
-		status = results.StatusFailed
-		run.Error = runErr.Error()
-	}
-	run.Finish(time.Now(), status)
-	if err := folder.WriteRun(run); err != nil {
-		return err
-	}
-	a, err := report.Rebuild(folder.Dir(), report.WithMaxDisruption(ro.maxDisruption))
+	return t, nil
+}
+
+// finishRun derives the report from the folder, prints the summary and
+// turns the run's outcome into the exit code.
+func finishRun(out io.Writer, folder *results.Folder, run *results.Run, runErr error, maxDisruption time.Duration) error {
+	a, err := report.Rebuild(folder.Dir(), report.WithMaxDisruption(maxDisruption))
 	if err != nil {
 		return fmt.Errorf("report on %s: %w (samples are kept; rerun \"repro report %s\")", folder.Dir(), err, folder.Dir())
 	}
@@ -291,17 +352,24 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	}
 	fmt.Fprintf(out, "\nresults: %s (%d samples)\n", folder.Dir(), a.Samples)
 	switch {
-	case status == results.StatusInterrupted:
+	case run.Status == results.StatusInterrupted:
 		return withExitCode(exitInterrupted, fmt.Errorf("interrupted; partial results kept in %s", folder.Dir()))
 	case runErr != nil:
 		return fmt.Errorf("%w; results so far kept in %s", runErr, folder.Dir())
 	}
-	if over := report.OverLimit(a, ro.maxDisruption); len(over) > 0 {
+	if over := report.OverLimit(a, maxDisruption); len(over) > 0 {
 		var parts []string
 		for _, p := range over {
 			parts = append(parts, fmt.Sprintf("%s %d ms", p.Name, p.Disrupted.Milliseconds()))
 		}
-		return withExitCode(exitOverLimit, fmt.Errorf("disruption over --max-disruption %v: %s", ro.maxDisruption, strings.Join(parts, ", ")))
+		return withExitCode(exitOverLimit, fmt.Errorf("disruption over --max-disruption %v: %s", maxDisruption, strings.Join(parts, ", ")))
+	}
+	var refused int64
+	for _, p := range a.Pollers {
+		refused += p.Unauthorized
+	}
+	if refused > 0 {
+		return fmt.Errorf("%d request(s) were refused with 401/403: the credentials expired or lost permission during the run (on OpenShift a token is checked through the oauth-apiserver); results kept in %s", refused, folder.Dir())
 	}
 	return nil
 }
@@ -383,17 +451,14 @@ func copyFile(from, to string) error {
 	return dst.Close()
 }
 
-// dryRun prints what a run would do and, on a cluster, has the server
-// validate the patch without applying it. Nothing is changed and the lab is
-// not started.
-func dryRun(cmd *cobra.Command, o *rootOptions, ro *runOptions, sc scenarios.Scenario, t scenarios.Timings, runID string, onLab bool) error {
-	out := cmd.OutOrStdout()
+// printPlan says what a run would do, for --dry-run.
+func printPlan(out io.Writer, ro *runOptions, sc scenarios.Scenario, t scenarios.Timings, runID string, onLab bool) {
 	target := "the lab (started for the run)"
 	if !onLab {
 		target = "the kubeconfig's cluster"
 	}
 	fmt.Fprintf(out, "plan: scenario %s on %s\n", sc.Name, target)
-	fmt.Fprintf(out, "  pollers: %s, new and reused connections, every %v\n", strings.Join(ro.backends, ", "), ro.interval)
+	fmt.Fprintf(out, "  pollers: %s, new and reused connections, every %v\n", strings.Join(ro.polling.backends, ", "), ro.polling.interval)
 	fmt.Fprintf(out, "  baseline %v\n", t.Baseline)
 	if sc.Rollout {
 		for n := 1; n <= ro.iterations; n++ {
@@ -401,37 +466,4 @@ func dryRun(cmd *cobra.Command, o *rootOptions, ro *runOptions, sc scenarios.Sce
 			fmt.Fprintf(out, "    follow the rollout (limit %v, settle %v), then cool down %v\n", t.FollowTimeout, t.Settle, t.CoolDown)
 		}
 	}
-	if onLab {
-		fmt.Fprintln(out, "dry run: nothing was started or changed")
-		return nil
-	}
-	rc, err := restConfig(o)
-	if err != nil {
-		return err
-	}
-	clients, err := trigger.NewClients(rc)
-	if err != nil {
-		return err
-	}
-	st, info, err := trigger.Preflight(cmd.Context(), clients, ro.force)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "cluster: %s (%s)\n", rc.Host, describeCluster(info))
-	fmt.Fprintf(out, "kube-apiserver: %s\n", st)
-	if sc.Rollout {
-		if _, err := trigger.Trigger(cmd.Context(), clients, trigger.Reason(runID, 1), true); err != nil {
-			return fmt.Errorf("the server refused the patch in a dry run: %w", err)
-		}
-		fmt.Fprintln(out, "the server accepted the patch in a server-side dry run")
-	}
-	fmt.Fprintln(out, "dry run: nothing was changed")
-	return nil
-}
-
-func describeCluster(i trigger.ClusterInfo) string {
-	if !i.OpenShift {
-		return "Kubernetes " + i.ServerVersion + ", not OpenShift"
-	}
-	return fmt.Sprintf("OpenShift %s on %s, %s control plane, Kubernetes %s", i.Version, i.Platform, i.ControlPlaneTopology, i.ServerVersion)
 }

@@ -55,8 +55,14 @@ type runResult struct {
 // repro runs the binary with no kubeconfig in reach, so it uses the lab.
 func repro(t *testing.T, ctx context.Context, args ...string) runResult {
 	t.Helper()
+	return reproEnv(t, ctx, labEnv(t), args...)
+}
+
+// reproEnv runs the binary in env.
+func reproEnv(t *testing.T, ctx context.Context, env []string, args ...string) runResult {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, reproBin, args...)
-	cmd.Env = labEnv(t)
+	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -178,16 +184,57 @@ func TestRunRolloutOnTheLab(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "results")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	res := repro(t, ctx, append([]string{"run", "--scenario", "apiserver-rollout", "--out", out}, labArgs...)...)
+	// An oc-login'ed ~/.kube/config is in reach but no cluster is named: the
+	// run must go to the lab, say so, and never contact that server (port 1
+	// would refuse it).
+	env := labEnv(t)
+	var home string
+	for _, kv := range env {
+		if h, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = h
+		}
+	}
+	found := filepath.Join(home, ".kube", "config")
+	if err := os.MkdirAll(filepath.Dir(found), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(found, []byte(foundKubeconfigYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := reproEnv(t, ctx, env, append([]string{"run", "--scenario", "apiserver-rollout", "--out", out}, labArgs...)...)
 	noLabProcesses(t, labDir)
 	if res.code != 0 {
 		t.Fatalf("exit %d, want 0", res.code)
 	}
-	if !strings.Contains(res.stdout, "no kubeconfig given: starting the lab") {
-		t.Errorf("the run did not say it started the lab")
+	if want := "no cluster named (--kubeconfig, --context, --server or KUBECONFIG); " + found + " was found and not used: starting the lab"; !strings.Contains(res.stdout, want) {
+		t.Errorf("the run did not say it started the lab and ignored %s (want %q)", found, want)
 	}
-	if r := readRun(t, out); r.Status != results.StatusComplete {
+	r := readRun(t, out)
+	if r.Status != results.StatusComplete {
 		t.Fatalf("run.json status %q", r.Status)
+	}
+	// What could distort the numbers: the lab's admin certificate, no proxy
+	// (net/http never proxies loopback), and a clock measured against our
+	// own (the lab runs on this machine), to well under 100 ms.
+	if r.Auth != "client-certificate" || r.Proxy != "" || r.Clock == nil || !r.Clock.Consistent || r.Clock.Offset.Abs() > r.Clock.Resolution+time.Millisecond || r.Clock.Resolution > 100*time.Millisecond {
+		t.Errorf("run.json auth %q, proxy %q, clock %+v; want client-certificate, none, a consistent offset of 0 within its resolution", r.Auth, r.Proxy, r.Clock)
+	}
+	// Without a terminal, progress is plain lines: one per stage or node
+	// change; the lab's process chatter is in repro.log, not on the screen.
+	for _, want := range []string{"progress: iteration 1: rollout to revision 2; master-0 terminating", "progress: iteration 1: cool-down", "pollers (samples/failures/disrupted)"} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks the plain progress line %q", want)
+		}
+	}
+	logText, err := os.ReadFile(filepath.Join(out, "repro.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(logText, []byte("\tlab")) {
+		t.Errorf("repro.log holds no line of the lab's")
+	}
+	if n := strings.Count(res.stderr, "INFO\tlab"); n > 0 {
+		t.Errorf("%d lines of the lab's chatter on the screen, want them in repro.log", n)
 	}
 
 	// Three node restarts, one at a time, in order, each to revision 2.
@@ -231,8 +278,9 @@ func TestRunRolloutOnTheLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.Pollers) != 6 {
-		t.Fatalf("%d pollers, want 6", len(a.Pollers))
+	// Two pollers (new and reused connections) per default backend.
+	if want := 2 * len(prober.DefaultBackendNames); len(a.Pollers) != want {
+		t.Fatalf("%d pollers, want %d", len(a.Pollers), want)
 	}
 	for _, p := range a.Pollers {
 		if !p.First.Before(it.Trigger) || !p.Last.After(it.Complete) {
@@ -370,6 +418,21 @@ func TestRunDryRunChangesNothing(t *testing.T) {
 			t.Errorf("dry run output lacks %q", want)
 		}
 	}
+	for _, want := range []string{"about to force 1 kube-apiserver rollout(s) on this cluster", "server:         https://127.0.0.1:", "auth:           client-certificate"} {
+		if !bytes.Contains(outb, []byte(want)) {
+			t.Errorf("dry run output lacks the preview line %q", want)
+		}
+	}
+	// A live run without a terminal and without --yes prints what it would
+	// roll out, after every check, and stops before the patch.
+	liveOut := filepath.Join(t.TempDir(), "live")
+	live := reproEnv(t, ctx, labEnv(t), "run", "--scenario", "apiserver-rollout", "--kubeconfig", kubeconfig, "--out", liveOut)
+	if live.code != 1 || !strings.Contains(live.stderr, "a live rollout needs --yes when there is no terminal") || !strings.Contains(live.stdout, "about to force 1 kube-apiserver rollout(s)") {
+		t.Errorf("live run without --yes: exit %d; want exit 1, the preview and the --yes line", live.code)
+	}
+	if _, err := os.Stat(liveOut); !os.IsNotExist(err) {
+		t.Errorf("the unconfirmed run left %s (%v)", liveOut, err)
+	}
 	// Give the lab's installer a moment: had the patch applied, it would bump the revision.
 	time.Sleep(2 * time.Second)
 	after, err := op.OperatorV1().KubeAPIServers().Get(ctx, "cluster", metav1.GetOptions{})
@@ -396,6 +459,17 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run", "--scenario", "baseline", "--interval", "1ms"}, "below the minimum"},
 		{[]string{"run", "--scenario", "baseline", "--backends", "kube-api,bogus"}, "bogus"},
 		{[]string{"run", "--scenario", "apiserver-rollout", "--iterations", "0"}, "--iterations must be at least 1"},
+		{[]string{"run", "--scenario", "apiserver-rollout", "--max-disruption", "-1s"}, "--max-disruption must not be negative, got -1s"},
+		{[]string{"run", "--scenario", "apiserver-rollout", "--baseline", "-5s"}, "--baseline must not be negative"},
+		{[]string{"run", "--scenario", "apiserver-rollout", "--cool-down", "-1s"}, "--cool-down must not be negative"},
+		{[]string{"run", "--scenario", "apiserver-rollout", "--follow-timeout", "-1m"}, "--follow-timeout must not be negative"},
+		{[]string{"run", "--scenario", "baseline", "--interval", "0s"}, "--interval 0s is below the minimum"},
+		{[]string{"run", "--scenario", "baseline", "--probe-timeout", "0s"}, "--probe-timeout must be positive"},
+		{[]string{"run", "--scenario", "baseline", "--probe-timeout", "-2s"}, "--probe-timeout must be positive"},
+		{[]string{"probe", "--duration", "-1s"}, "--duration is required and must be positive"},
+		{[]string{"probe", "--duration", "1m", "--interval", "0s"}, "--interval 0s is below the minimum"},
+		{[]string{"probe", "--duration", "1m", "--probe-timeout", "0s"}, "--probe-timeout must be positive"},
+		{[]string{"run", "--scenario", "baseline", "--log-level", "loud"}, `--log-level "loud": use debug, info, warn or error`},
 	} {
 		res := repro(t, ctx, tc.args...)
 		lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
@@ -404,3 +478,23 @@ func TestRunBadInput(t *testing.T) {
 		}
 	}
 }
+
+// foundKubeconfigYAML is an oc-login'ed kubeconfig of a cluster that must
+// never be contacted: its server is a closed port.
+const foundKubeconfigYAML = `apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    server: https://127.0.0.1:1
+  name: shared-cluster
+contexts:
+- context:
+    cluster: shared-cluster
+    user: dev
+  name: shared
+current-context: shared
+users:
+- name: dev
+  user:
+    token: sha256~not-a-real-token
+`

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/report/htmlreport"
 )
@@ -280,7 +281,7 @@ func TestBrowserLabRun(t *testing.T) {
 	for _, l := range p.Runs[0].Lanes {
 		nBars += len(l.Bars)
 	}
-	if len(p.Runs[0].Lanes) != 6 || len(p.Runs[0].Nodes) != 3 || len(p.Runs[0].Servers) == 0 {
+	if len(p.Runs[0].Lanes) != 2*len(prober.DefaultBackendNames) || len(p.Runs[0].Nodes) != 3 || len(p.Runs[0].Servers) == 0 {
 		t.Errorf("lab run: %d lanes, %d nodes, servers %v", len(p.Runs[0].Lanes), len(p.Runs[0].Nodes), p.Runs[0].Servers)
 	}
 	t.Logf("lab run: %d samples drawn in %s ms, %d disruption bars (%s labelled at full width)", sumSamples(p), d["load-ms"], nBars, d["bars-labelled"])
