@@ -59,6 +59,8 @@ func nodeUpdate(node, phase string, from, to int) origin.Interval {
 
 const headers = `Get "https://api.ci.example:6443/api/v1/namespaces/default": net/http: timeout awaiting response headers`
 
+const imagestreamHeaders = `Get "https://api.ci.example:6443/apis/image.openshift.io/v1/namespaces/default/imagestreams": net/http: timeout awaiting response headers`
+
 // ciRun is an upgrade phase as origin writes it: master-0 and master-1
 // roll (shutdown windows 70 s each, 130 s apart), a worker drains and
 // reboots later, and three disruptions: one during master-1's shutdown,
@@ -69,7 +71,7 @@ func ciRun(rolloutSeconds int) []origin.Interval {
 		disruption("kube-api-new-connections", "new", 900, 900+rolloutSeconds, headers),
 		ended("kube-api-new-connections", "new", 900+rolloutSeconds, 3000),
 		ended("openshift-api-reused-connections", "reused", 0, 100),
-		disruption("openshift-api-reused-connections", "reused", 100, 102, headers),
+		disruption("openshift-api-reused-connections", "reused", 100, 102, imagestreamHeaders),
 		ended("openshift-api-reused-connections", "reused", 102, 2000),
 		disruption("openshift-api-reused-connections", "reused", 2000, 2003, `Get "https://api.ci.example:6443/apis/image.openshift.io/v1/namespaces/default/imagestreams": dial tcp 10.0.0.5:6443: connect: connection refused`),
 		ended("openshift-api-reused-connections", "reused", 2003, 3000),
@@ -379,4 +381,57 @@ func TestManyRunsComparedPerPattern(t *testing.T) {
 		t.Errorf("other patterns leaked in:\n%s", txt.String())
 	}
 	t.Log("\n" + txt.String())
+}
+
+// fixtureRun is the checked-in CI run under testdata: an upgrade job's two
+// files (structured form), its upgrade phase the run ciRun describes.
+const fixtureRun = "testdata/1900000000000000001"
+
+var fixtureFiles = map[string]struct {
+	ivs    func() []origin.Interval
+	format origin.Format
+}{
+	fixtureRun + "/artifacts/e2e-aws-ovn-upgrade/openshift-e2e-test/artifacts/junit/e2e-timelines_spyglass_20260304-100000.json": {
+		func() []origin.Interval { return ciRun(6) }, origin.FormatStructured},
+	fixtureRun + "/artifacts/e2e-aws-ovn-upgrade/openshift-e2e-test/artifacts/junit/e2e-timelines_spyglass_20260304-120000.json": {
+		func() []origin.Interval {
+			return []origin.Interval{ended("kube-api-new-connections", "new", 4000, 5000), disruption("kube-api-new-connections", "new", 5000, 5002, headers), ended("kube-api-new-connections", "new", 5002, 6000)}
+		}, origin.FormatStructured},
+	"testdata/string-era/e2e-timelines_spyglass_20230101-000000.json": {
+		func() []origin.Interval { return ciRun(4) }, origin.FormatStrings},
+}
+
+// TestFixtures keeps testdata equal to what the helpers write
+// (UPDATE_GOLDEN=1 rewrites it) and places the string-era run like the
+// structured one.
+func TestFixtures(t *testing.T) {
+	for path, fx := range fixtureFiles {
+		var buf bytes.Buffer
+		if err := origin.Encode(&buf, fx.ivs(), fx.format); err != nil {
+			t.Fatal(err)
+		}
+		if os.Getenv("UPDATE_GOLDEN") != "" {
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, buf.Bytes()) {
+			t.Errorf("%s differs from its helper (UPDATE_GOLDEN=1 rewrites it)", path)
+		}
+	}
+	_, structured := load(t, fixtureRun)
+	_, old := load(t, "testdata/string-era")
+	if len(structured) != 4 || len(old) != 3 {
+		t.Fatalf("placements: %d and %d", len(structured), len(old))
+	}
+	for i := range old {
+		if old[i].Pattern != structured[i].Pattern || old[i].Node != structured[i].Node || old[i].NodePhase != structured[i].NodePhase {
+			t.Errorf("string era %d = %+v, structured %+v", i, old[i], structured[i])
+		}
+	}
 }

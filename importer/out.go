@@ -296,7 +296,7 @@ func WriteFolder(dir string, r Run, ps []Placement, o OutOptions) error {
 	if err := w.Close(); err != nil {
 		return err
 	}
-	if err := writeEvents(f, all); err != nil {
+	if err := writeEvents(f, all, from, to); err != nil {
 		return err
 	}
 	run := results.NewRun("import", o.Command, from)
@@ -329,21 +329,30 @@ const rolloutGap = 10 * time.Minute
 // writeEvents turns the kube-apiserver shutdown windows into repro's
 // timeline: one iteration per cluster of windows, each window a
 // ShutdownInitiated and a TerminationGracefulTerminationFinished event.
-func writeEvents(f *results.Folder, all []origin.Interval) error {
+func writeEvents(f *results.Folder, all []origin.Interval, from, to time.Time) error {
 	ev := gather(all)
 	var evs []results.Event
 	iter := 0
 	var last time.Time
+	phase := func(t time.Time, name string, it int) {
+		evs = append(evs, results.Event{Time: t, Observed: t, Kind: results.KindPhase, Reason: name, Iteration: it})
+	}
+	// stretches without a rollout read as repro's baseline, so a
+	// disruption long after a rollout is not placed in it
+	phase(from, results.PhaseBaseline, 0)
 	converged := func() {
 		if iter > 0 {
 			evs = append(evs, results.Event{Time: last, Observed: last, Kind: results.KindConverged, Revision: int32(iter), Iteration: iter,
 				Message: "imported: the last kube-apiserver shutdown of this rollout ended"})
+			phase(last, results.PhaseCoolDown, iter)
+			phase(last.Add(RestartBuffer), results.PhaseBaseline, 0)
 		}
 	}
 	for _, w := range ev.shutdowns {
 		if iter == 0 || w.from.Sub(last) > rolloutGap {
 			converged()
 			iter++
+			phase(w.from.Add(-time.Second), results.PhaseRollout, iter)
 			evs = append(evs,
 				results.Event{Time: w.from.Add(-time.Second), Observed: w.from, Kind: results.KindTrigger, Iteration: iter,
 					Message: "imported: the first kube-apiserver shutdown of this rollout (the trigger itself is not in origin's files)"},
@@ -362,10 +371,11 @@ func writeEvents(f *results.Folder, all []origin.Interval) error {
 			}
 		}
 	}
-	if len(evs) == 0 {
+	if iter == 0 {
 		return nil
 	}
 	converged()
+	phase(to, results.PhaseEnd, 0)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Time.Before(evs[j].Time) })
 	w, err := results.CreateJSONL(f.Path(results.EventsFile))
 	if err != nil {

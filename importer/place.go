@@ -314,6 +314,9 @@ func nearest(ev *evidence, t time.Time) []string {
 		add(w.to, w.node+"'s "+orUnknown(w.phase)+" ended")
 	}
 	for _, e := range ev.events {
+		if (origin.IsShutdownStart(e.Message.Reason) || origin.IsShutdownEnd(e.Message.Reason)) && len(ev.shutdowns) > 0 {
+			continue // the windows above already say it
+		}
 		add(e.From, nodeOf(e)+" "+e.Message.Reason)
 	}
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
