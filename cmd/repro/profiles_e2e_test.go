@@ -235,30 +235,6 @@ func TestProfileLateDeregistration(t *testing.T) {
 	}
 }
 
-func TestProfileResetOnUnhealthy(t *testing.T) {
-	pr := runProfile(t, "reset-on-unhealthy")
-	// New connections are not established when the target turns unhealthy:
-	// untouched. Reused ones are reset between requests, and net/http retries
-	// a GET whose reused connection dies before an answer: at most one
-	// failed request per reused poller per rolled node (three), plus the
-	// healthy lab's instant at a listener's close.
-	for _, p := range pr.a.Pollers {
-		limit := int64(1)
-		if p.Connection == results.ReusedConnections {
-			limit = 3 + 1
-		}
-		if p.Failures > limit {
-			t.Errorf("%s: %d failures, the mechanism predicts at most %d", p.Name, p.Failures, limit)
-		}
-	}
-	onlyClasses(t, pr, results.ClassReset, results.ClassEOF, results.ClassHTTP429)
-	// The mechanism acted: the LB reset established connections.
-	recs := readLBResets(t, pr.dir)
-	if recs == 0 {
-		t.Error("the load balancer reset no connection on an unhealthy transition")
-	}
-}
-
 // readLBResets counts connections the LB closed with a reset on a health
 // transition.
 func readLBResets(t *testing.T, dir string) int {

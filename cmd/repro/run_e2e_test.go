@@ -237,6 +237,15 @@ func TestRunRolloutOnTheLab(t *testing.T) {
 		t.Errorf("%d lines of the lab's chatter on the screen, want them in repro.log", n)
 	}
 
+	// AWS's connection termination acted (the load balancer reset
+	// connections to each apiserver that turned unhealthy: the lab's own
+	// watches) and cost the pollers nothing, as the healthy profile
+	// predicts: they had left the draining apiserver on its Connection:
+	// close.
+	if n := readLBResets(t, out); n == 0 {
+		t.Error("the load balancer reset no established connection when a target turned unhealthy (AWS's connection termination)")
+	}
+
 	// Three node restarts, one at a time, in order, each to revision 2.
 	tl := report.BuildTimeline(readEvents(t, out))
 	if len(tl.Iterations) != 1 {
