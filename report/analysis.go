@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"sync"
@@ -56,6 +57,8 @@ type Analysis struct {
 	TruncatedLast bool
 	// From and To bound the samples (first start, last end).
 	From, To time.Time
+	// Attribution is the folder's attribution.jsonl, nil without one.
+	Attribution *Attribution
 }
 
 // accumulator collects points per poller.
@@ -323,6 +326,10 @@ func LoadSamples(path string) (*Analysis, error) {
 	}
 	a := total.finish()
 	a.TruncatedLast = truncated || st.TruncatedLast
+	// attribution.jsonl sits next to samples.jsonl (repro attribute).
+	if a.Attribution, err = LoadAttribution(filepath.Join(filepath.Dir(path), results.AttributionFile)); err != nil {
+		return nil, err
+	}
 	if a.Samples == 0 {
 		return a, fmt.Errorf("no samples in %s", path)
 	}

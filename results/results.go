@@ -34,6 +34,9 @@ const (
 	IntervalsFile         = "intervals.json"
 	BackendDisruptionFile = "backend-disruption.json"
 	SummaryFile           = "summary.txt"
+	// AttributionFile holds one verdict per failed sample: where the
+	// request went, from the apiservers' audit logs (repro attribute).
+	AttributionFile = "attribution.jsonl"
 )
 
 // Run statuses recorded in run.json.

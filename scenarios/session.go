@@ -33,7 +33,10 @@ type Target struct {
 
 // Polling are the pollers' settings.
 type Polling struct {
-	Backends     []prober.Backend
+	Backends []prober.Backend
+	// Targets are the vantage points polled from (none: the config's
+	// server, the external load balancer).
+	Targets      []prober.Target
 	Interval     time.Duration
 	ProbeTimeout time.Duration
 	HTTP2        bool
@@ -54,10 +57,13 @@ type Session struct {
 	Iterations int
 	RunID      string
 	// Force goes on when preflight finds kube-apiserver not settled.
-	Force         bool
-	Polling       Polling
-	MaxDisruption time.Duration
-	Target        Target
+	Force   bool
+	Polling Polling
+	// ExtraPermissions are checked with the rollout's before anything
+	// changes (attribution's, the vantage points').
+	ExtraPermissions []trigger.Permission
+	MaxDisruption    time.Duration
+	Target           Target
 	// Yes is the user's consent, given up front (--yes), to roll out a live
 	// cluster.
 	Yes bool
@@ -126,6 +132,7 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 	}
 	if s.Scenario.Rollout {
 		perms := append([]trigger.Permission(nil), trigger.RolloutPermissions...)
+		perms = append(perms, s.ExtraPermissions...)
 		for _, b := range s.Polling.Backends {
 			perms = append(perms, trigger.BackendPermission(b.Path))
 		}
@@ -208,6 +215,7 @@ func (s *Session) checkedProber(ctx context.Context) (*prober.Prober, error) {
 			prober.WithInterval(s.Polling.Interval),
 			prober.WithProbeTimeout(s.Polling.ProbeTimeout),
 			prober.WithHTTP2(s.Polling.HTTP2),
+			prober.WithTargets(s.Polling.Targets...),
 			prober.WithLogger(s.Log))
 	}
 	pr, err := build(s.Polling.Backends)

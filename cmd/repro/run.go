@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/repro-tools/repro/attribute"
 	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/report"
@@ -39,6 +40,7 @@ type runOptions struct {
 	baseline      time.Duration
 	coolDown      time.Duration
 	followTimeout time.Duration
+	attribute     bool
 	polling       pollingFlags
 	lab           labFlags
 }
@@ -132,6 +134,7 @@ Exit codes: 0 done within limits, 3 disruption over --max-disruption,
 	f.DurationVar(&ro.baseline, "baseline", 0, "polling before the first trigger (default 60s live, 10s on the lab)")
 	f.DurationVar(&ro.coolDown, "cool-down", 0, "polling after each rollout completes (default 60s live, 10s on the lab)")
 	f.DurationVar(&ro.followTimeout, "follow-timeout", 0, "limit for one rollout to complete (default 60m live, 5m on the lab)")
+	f.BoolVar(&ro.attribute, "attribute", false, "after the run, say where each failed request went from the audit logs (as \"repro attribute\")")
 	ro.polling.bind(f)
 	ro.lab.bind(cmd)
 	// A run keeps the load balancer's records in its results folder.
@@ -318,6 +321,13 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 			return withExitCode(exitInterrupted, errors.New("interrupted before polling started; nothing was changed"))
 		}
 		return runErr
+	}
+	if ro.attribute {
+		// On the lab this runs before the lab stops: its kubelet
+		// endpoints serve the audit logs.
+		if err := attributeRun(ctx, out, session.Target.Config, folder.Dir(), attribute.DefaultRequestTimeout, log); err != nil {
+			log.Warn("attribution failed; rerun \"repro attribute "+folder.Dir()+"\"", zap.Error(err))
+		}
 	}
 	return finishRun(out, folder, run, runErr, ro.maxDisruption)
 }
