@@ -119,7 +119,8 @@ type Options struct {
 	RequestTimeout time.Duration
 	// Parallel bounds the logs read at once (default 3).
 	Parallel int
-	// Progress, when set, is called as each log streams.
+	// Progress, when set, is called as each log streams, from several
+	// goroutines at once.
 	Progress func(Progress)
 	// AnsweredBy names the node that answered a sample when no audit log has
 	// it (the X-OpenShift-Disruption host, or the lab load balancer's
