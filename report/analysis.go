@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,8 +78,9 @@ type pollerData struct {
 
 func newAccumulator() *accumulator { return &accumulator{pollers: map[string]*pollerData{}} }
 
-func (a *accumulator) poller(backend string, conn results.ConnectionType) *pollerData {
-	name := results.PollerName(backend, conn)
+// poller is the poller named name (results.Sample.Name: vantage and
+// protocol included, so each vantage point is its own row).
+func (a *accumulator) poller(name, backend string, conn results.ConnectionType) *pollerData {
 	pd := a.pollers[name]
 	if pd == nil {
 		pd = &pollerData{name: name, backend: backend, conn: conn, protos: map[string]int64{},
@@ -89,7 +91,7 @@ func (a *accumulator) poller(backend string, conn results.ConnectionType) *polle
 }
 
 func (a *accumulator) add(s *results.Sample) {
-	pd := a.poller(s.Backend, s.Connection)
+	pd := a.poller(s.Name(), s.Backend, s.Connection)
 	start := s.Start.UnixNano()
 	p := point{seq: s.Seq, start: start, end: start + int64(s.Duration), class: indexOfClass(s.ErrorClass), detail: -1}
 	st := &pd.summary
@@ -116,7 +118,7 @@ func (a *accumulator) merge(b *accumulator) {
 	offset := int32(len(a.details))
 	a.details = append(a.details, b.details...)
 	for _, bp := range b.pollers {
-		pd := a.poller(bp.backend, bp.conn)
+		pd := a.poller(bp.name, bp.backend, bp.conn)
 		for _, p := range bp.points {
 			if p.detail >= 0 {
 				p.detail += offset
@@ -199,7 +201,21 @@ func pollerLess(a, b PollerSummary) bool {
 	if a.Backend != b.Backend {
 		return a.Backend < b.Backend
 	}
+	// The legacy name (external load balancer, HTTP/1.1) first, then each
+	// other vantage and protocol, new before reused within each.
+	la, lb := a.Name == results.PollerName(a.Backend, a.Connection), b.Name == results.PollerName(b.Backend, b.Connection)
+	if la != lb {
+		return la
+	}
+	if sa, sb := seriesOf(a), seriesOf(b); sa != sb {
+		return sa < sb
+	}
 	return a.Connection < b.Connection // "new" < "reused"
+}
+
+// seriesOf is a poller's name without its connection type.
+func seriesOf(p PollerSummary) string {
+	return strings.TrimSuffix(p.Name, "-"+string(p.Connection)+"-connections")
 }
 
 // Analyze derives intervals and per-poller figures from samples given in

@@ -21,6 +21,7 @@ import (
 	"github.com/repro-tools/repro/results"
 	"github.com/repro-tools/repro/scenarios"
 	"github.com/repro-tools/repro/trigger"
+	"github.com/repro-tools/repro/vantage"
 )
 
 func init() { subcommands = append(subcommands, newRunCmd, newScenariosCmd) }
@@ -41,6 +42,7 @@ type runOptions struct {
 	coolDown      time.Duration
 	followTimeout time.Duration
 	attribute     bool
+	vantages      []string
 	polling       pollingFlags
 	lab           labFlags
 }
@@ -135,6 +137,7 @@ Exit codes: 0 done within limits, 3 disruption over --max-disruption,
 	f.DurationVar(&ro.coolDown, "cool-down", 0, "polling after each rollout completes (default 60s live, 10s on the lab)")
 	f.DurationVar(&ro.followTimeout, "follow-timeout", 0, "limit for one rollout to complete (default 60m live, 5m on the lab)")
 	f.BoolVar(&ro.attribute, "attribute", false, "after the run, say where each failed request went from the audit logs (as \"repro attribute\")")
+	f.StringArrayVar(&ro.vantages, "vantage", nil, "where to poll from, repeatable: "+strings.Join(vantage.Names, ", ")+" (default external-lb)")
 	ro.polling.bind(f)
 	ro.lab.bind(cmd)
 	// A run keeps the load balancer's records in its results folder.
@@ -201,6 +204,10 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		return err
 	}
 	labOpts, err := ro.lab.options()
+	if err != nil {
+		return err
+	}
+	vantages, err := vantage.Parse(ro.vantages)
 	if err != nil {
 		return err
 	}
@@ -306,6 +313,12 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		session.Confirm = terminalConfirm(cmd)
 	}
 
+	if err := setVantages(ctx, session, theLab, vantages, ro.attribute); err != nil {
+		logFile()
+		folder.RemoveIfEmpty()
+		return err
+	}
+
 	view := newRolloutView(sc.Rollout)
 	session.OnEvent = view.observe
 	session.Progress = func(pr *prober.Prober, total time.Duration) (*zap.Logger, func()) {
@@ -330,6 +343,46 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		}
 	}
 	return finishRun(out, folder, run, runErr, ro.maxDisruption)
+}
+
+// setVantages resolves the vantage points into the pollers' targets (on the
+// lab, direct is each apiserver's own port) and adds what they and
+// attribution read to the permissions checked before a live rollout.
+func setVantages(ctx context.Context, s *scenarios.Session, l *lab.Lab, names []string, attribute bool) error {
+	if attribute && l == nil {
+		s.ExtraPermissions = append(s.ExtraPermissions, trigger.AttributionPermissions...)
+	}
+	if len(names) == 1 && names[0] == vantage.ExternalLB {
+		return nil
+	}
+	var targets []prober.Target
+	if l != nil {
+		for _, n := range names {
+			switch n {
+			case vantage.ExternalLB:
+				targets = append(targets, prober.Target{})
+			case vantage.Direct:
+				host := strings.TrimPrefix(l.URL(), "https://")
+				host = host[:strings.LastIndex(host, ":")]
+				for _, node := range l.Nodes() {
+					targets = append(targets, prober.Target{Vantage: vantage.Direct, Node: node.Name(), URL: node.URL(), ServerName: host})
+				}
+			default:
+				return fmt.Errorf("--vantage %s: the lab has only its load balancer (external-lb) and its apiservers' own ports (direct)", n)
+			}
+		}
+	} else {
+		c, err := vantage.NewClients(s.Target.Config)
+		if err != nil {
+			return err
+		}
+		if targets, err = vantage.Resolve(ctx, c, s.Target.Config.Host, names); err != nil {
+			return err
+		}
+		s.ExtraPermissions = append(s.ExtraPermissions, trigger.VantagePermissions...)
+	}
+	s.Polling.Targets = targets
+	return nil
 }
 
 // liveTarget is the named cluster's configuration.
