@@ -16,12 +16,15 @@ type Knob struct {
 	Key string
 	// Doc says what the knob does, with its unit.
 	Doc string
-	get func(o *Options) string
-	set func(o *Options, v string) error
+	// Scaled marks a duration: the profiles write it as on AWS and the
+	// lab's Timing divides it.
+	Scaled bool
+	get    func(o *Options) string
+	set    func(o *Options, v string) error
 }
 
 func durKnob(key, doc string, p func(o *Options) *time.Duration) Knob {
-	return Knob{Key: key, Doc: doc,
+	return Knob{Key: key, Doc: doc, Scaled: true,
 		get: func(o *Options) string { return p(o).String() },
 		set: func(o *Options, v string) error {
 			d, err := time.ParseDuration(v)
@@ -134,6 +137,21 @@ func Set(o *Options, key, value string) error {
 		}
 	}
 	return fmt.Errorf("unknown lab setting %q; valid keys: %s", key, strings.Join(KnobKeys(), ", "))
+}
+
+// SetAtScale is Set for a value written as on AWS (a profile's): a
+// duration knob's value is divided by t's factor first.
+func SetAtScale(o *Options, key, value string, t Timing) error {
+	for _, k := range knobs {
+		if k.Key == key && k.Scaled {
+			d, err := time.ParseDuration(value)
+			if err != nil || d < 0 {
+				return fmt.Errorf("lab setting %s=%q: want a duration >= 0 such as 10s or 500ms", key, value)
+			}
+			value = t.Scale(d).String()
+		}
+	}
+	return Set(o, key, value)
 }
 
 // SetAll applies "key=value" strings in order.

@@ -32,21 +32,27 @@ type Options struct {
 	// free or Start fails with one clear line.
 	Listen string
 
+	// Timing is the time scale the durations below were taken at (the zero
+	// value means TimingFast), for the record and for the profiles, whose
+	// durations are written as on AWS and scaled by it.
+	Timing Timing
 	// ShutdownDelay is kube-apiserver's --shutdown-delay-duration: how long
-	// it keeps serving after SIGTERM while /readyz is red (OpenShift: 70 s,
-	// AWS 129 s; scaled to 10 s).
+	// it keeps serving after SIGTERM while /readyz is red (AWSShutdownDelay,
+	// 129 s, scaled).
 	ShutdownDelay time.Duration
 	// GracePeriod is the pod's terminationGracePeriodSeconds: SIGKILL after
-	// it (OpenShift: 135 s, AWS 194 s; scaled to 15 s).
+	// it (AWSGracePeriod, 194 s, scaled).
 	GracePeriod time.Duration
 	// MinReadyTime is how long the installer waits after a node is ready
-	// before rolling the next (OpenShift: 30 s; scaled to 5 s).
+	// before rolling the next (AWSMinReadyTime, 30 s, scaled).
 	MinReadyTime time.Duration
-	// Health is the load balancer's health check (AWS: 10 s / 10 s / 2 / 2;
-	// scaled to 1 s / 1 s / 2 / 2 so detection, 2 s, stays under ShutdownDelay).
+	// Health is the load balancer's health check (the installer's 10 s /
+	// 10 s / 2 / 2, scaled: detection takes 20 s against the 129 s shutdown
+	// delay).
 	Health lb.HealthCheck
 	// ProbeInterval is the period of the pod readiness probe on /readyz
-	// that drives each kube-apiserver pod's Ready condition.
+	// that drives each kube-apiserver pod's Ready condition
+	// (AWSReadinessPeriod, 10 s, scaled).
 	ProbeInterval time.Duration
 	// StartTimeout bounds one apiserver's start to ready and warm.
 	StartTimeout time.Duration
@@ -75,23 +81,15 @@ type Options struct {
 	ExactTimings bool
 }
 
-// DefaultOptions returns the lab's defaults: three nodes, AWS timings scaled
-// down by about ten.
-func DefaultOptions() Options {
-	return Options{
-		Nodes:         3,
-		Listen:        "127.0.0.1:0",
-		ShutdownDelay: 10 * time.Second,
-		GracePeriod:   15 * time.Second,
-		MinReadyTime:  5 * time.Second,
-		Health:        lb.DefaultHealthCheck(),
-		ProbeInterval: time.Second,
-		StartTimeout:  90 * time.Second,
-	}
-}
+// DefaultOptions returns the lab's defaults: three nodes, OpenShift's AWS
+// durations on the fast time scale (divided by ten).
+func DefaultOptions() Options { return OptionsFor(TimingFast) }
 
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
+	if o.Timing.Factor == 0 {
+		o.Timing = d.Timing
+	}
 	if o.Nodes == 0 {
 		o.Nodes = d.Nodes
 	}

@@ -318,6 +318,9 @@ func runLabel(run *results.Run, dir string) string {
 			if l, ok := run.Extra["lab"].(map[string]any); ok && p == "" {
 				p, _ = l["profile"].(string)
 			}
+			if l, ok := run.Extra["lab"].(map[string]any); ok && l["timing"] != nil && l["timing"] != "fast" {
+				p = strings.TrimPrefix(p+", ", ", ") + fmt.Sprint(l["timing"]) + " timing"
+			}
 			if p != "" {
 				return "lab (" + p + ")"
 			}

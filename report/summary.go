@@ -35,6 +35,9 @@ func WriteSummary(w io.Writer, a *Analysis, run *results.Run) error {
 			}
 			fmt.Fprintf(&b, "settings: %s\n", strings.Join(parts, " "))
 		}
+		if l := run.LabLine(); l != "" {
+			fmt.Fprintf(&b, "lab: %s\n", l)
+		}
 	} else {
 		b.WriteString("repro report (no run.json)\n")
 	}

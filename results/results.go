@@ -325,3 +325,37 @@ func rootCause(err error) string {
 	}
 	return err.Error()
 }
+
+// LabLine describes the lab a run measured, from Extra["lab"] as repro run
+// records it: its profile, time scale, the durations that decide whether a
+// rollout loses requests, and the probe timeout. It is "" for a run on a
+// cluster, so every reader of a results folder states the scale the same way.
+func (r *Run) LabLine() string {
+	l, ok := r.Extra["lab"].(map[string]any)
+	if !ok {
+		return ""
+	}
+	str := func(k string) string {
+		if v, ok := l[k]; ok && v != nil {
+			return fmt.Sprint(v)
+		}
+		return "?"
+	}
+	profile := str("profile")
+	if profile == "" || profile == "?" {
+		profile = "healthy"
+	}
+	timing := str("timing")
+	if f := str("timingFactor"); f != "?" && f != "1" {
+		timing += " (AWS durations / " + f + ")"
+	} else if timing != "?" {
+		timing += " (AWS durations as they are)"
+	}
+	probe := "?"
+	if v, ok := r.Settings["probeTimeout"]; ok {
+		probe = fmt.Sprint(v)
+	}
+	return fmt.Sprintf("profile %s, timing %s: shutdown delay %s, grace %s, LB health check every %s (timeout %s, %s/%s), probe timeout %s",
+		profile, timing, str("shutdownDelay"), str("gracePeriod"), str("lbHealthInterval"), str("lbHealthTimeout"),
+		str("lbHealthyThreshold"), str("lbUnhealthyThreshold"), probe)
+}

@@ -57,19 +57,45 @@ later lab starts take seconds. Needs a Go toolchain on PATH.`,
 }
 
 // labFlags binds lab.Options to flags; repro run reuses it for its lab.
-// Precedence: the lab's defaults, then --lab-profile, then flags given on the
-// command line, then --lab-set in order. Call options for the result.
+// Each timing flag defaults to the time scale's value (the fast one shown
+// in the help); a flag given on the command line is taken as it is.
 type labFlags struct {
 	opts    lab.Options
+	timing  string
 	profile string
 	sets    []string
 	cmd     *cobra.Command
 }
 
-// options resolves the profile, explicit flags and --lab-set into the lab's
-// options; its errors are one line naming the valid profiles or keys.
+// timingFlags are the lab's duration flags that follow --lab-timing.
+var timingFlags = []struct {
+	name  string
+	field func(o *lab.Options) *time.Duration
+}{
+	{"shutdown-delay", func(o *lab.Options) *time.Duration { return &o.ShutdownDelay }},
+	{"grace-period", func(o *lab.Options) *time.Duration { return &o.GracePeriod }},
+	{"min-ready-time", func(o *lab.Options) *time.Duration { return &o.MinReadyTime }},
+	{"lb-health-interval", func(o *lab.Options) *time.Duration { return &o.Health.Interval }},
+	{"lb-health-timeout", func(o *lab.Options) *time.Duration { return &o.Health.Timeout }},
+	{"probe-interval", func(o *lab.Options) *time.Duration { return &o.ProbeInterval }},
+}
+
+// options resolves the time scale, the profile, explicit flags and
+// --lab-set into the lab's options; its errors are one line naming the
+// valid timings, profiles or keys.
 func (f *labFlags) options() (lab.Options, error) {
 	o := f.opts
+	t, err := lab.LookupTiming(f.timing)
+	if err != nil {
+		return o, fmt.Errorf("--lab-timing: %w", err)
+	}
+	o.Timing = t
+	base := lab.OptionsFor(t)
+	for _, tf := range timingFlags {
+		if f.cmd == nil || !f.cmd.Flags().Changed(tf.name) {
+			*tf.field(&o) = *tf.field(&base)
+		}
+	}
 	if f.profile != "" {
 		p, err := lab.LookupProfile(f.profile)
 		if err != nil {
@@ -81,7 +107,7 @@ func (f *labFlags) options() (lab.Options, error) {
 			if f.cmd != nil && f.cmd.Flags().Changed(k) {
 				continue
 			}
-			if err := lab.Set(&o, k, v); err != nil {
+			if err := lab.SetAtScale(&o, k, v, t); err != nil {
 				return o, fmt.Errorf("--lab-profile %s: %w", p.Name, err)
 			}
 		}
@@ -101,23 +127,24 @@ func (f *labFlags) bind(cmd *cobra.Command) {
 	// zero on the command line means zero (e.g. --shutdown-delay 0s).
 	f.opts.ExactTimings = true
 	fl := cmd.Flags()
+	fl.StringVar(&f.timing, "lab-timing", lab.TimingFast.Name, "the lab's time scale: fast (every AWS duration, the probe timeout too, divided by 10; about 2 minutes a run) or aws (as on AWS; about 9 minutes)")
 	fl.StringVar(&f.opts.KubeAPIServer, "kube-apiserver", "", "kube-apiserver binary to run instead of the built "+binaries.KubeAPIServer.Version+" (a patched fork, a candidate fix)")
 	fl.StringVar(&f.opts.Etcd, "etcd", "", "etcd binary to run instead of the built "+binaries.Etcd.Version)
 	fl.StringVar(&f.opts.Listen, "listen", d.Listen, "load balancer address; a fixed port must be free")
 	fl.IntVar(&f.opts.Nodes, "nodes", d.Nodes, "number of control-plane nodes")
-	fl.DurationVar(&f.opts.ShutdownDelay, "shutdown-delay", d.ShutdownDelay, "kube-apiserver --shutdown-delay-duration (OpenShift 70s, AWS 129s)")
-	fl.DurationVar(&f.opts.GracePeriod, "grace-period", d.GracePeriod, "SIGKILL this long after SIGTERM (OpenShift 135s, AWS 194s)")
-	fl.DurationVar(&f.opts.MinReadyTime, "min-ready-time", d.MinReadyTime, "wait after a node is ready before rolling the next (OpenShift 30s)")
-	fl.DurationVar(&f.opts.Health.Interval, "lb-health-interval", d.Health.Interval, "load balancer health check interval (AWS 10s)")
-	fl.DurationVar(&f.opts.Health.Timeout, "lb-health-timeout", d.Health.Timeout, "load balancer health check timeout (AWS 10s)")
-	fl.IntVar(&f.opts.Health.HealthyThreshold, "lb-healthy-threshold", d.Health.HealthyThreshold, "passes in a row to mark a target healthy (AWS 2)")
-	fl.IntVar(&f.opts.Health.UnhealthyThreshold, "lb-unhealthy-threshold", d.Health.UnhealthyThreshold, "failures in a row to mark a target unhealthy (AWS 2)")
-	fl.DurationVar(&f.opts.ProbeInterval, "probe-interval", d.ProbeInterval, "period of the pods' /readyz readiness probe")
+	fl.DurationVar(&f.opts.ShutdownDelay, "shutdown-delay", d.ShutdownDelay, "kube-apiserver --shutdown-delay-duration (AWS's 129s, scaled by --lab-timing)")
+	fl.DurationVar(&f.opts.GracePeriod, "grace-period", d.GracePeriod, "SIGKILL this long after SIGTERM (AWS's 194s, scaled by --lab-timing)")
+	fl.DurationVar(&f.opts.MinReadyTime, "min-ready-time", d.MinReadyTime, "wait after a node is ready before rolling the next (OpenShift's 30s, scaled by --lab-timing)")
+	fl.DurationVar(&f.opts.Health.Interval, "lb-health-interval", d.Health.Interval, "load balancer health check interval (the installer's 10s, scaled by --lab-timing)")
+	fl.DurationVar(&f.opts.Health.Timeout, "lb-health-timeout", d.Health.Timeout, "load balancer health check timeout (the installer's 10s, scaled by --lab-timing)")
+	fl.IntVar(&f.opts.Health.HealthyThreshold, "lb-healthy-threshold", d.Health.HealthyThreshold, "passes in a row to mark a target healthy (the installer's 2)")
+	fl.IntVar(&f.opts.Health.UnhealthyThreshold, "lb-unhealthy-threshold", d.Health.UnhealthyThreshold, "failures in a row to mark a target unhealthy (the installer's 2)")
+	fl.DurationVar(&f.opts.ProbeInterval, "probe-interval", d.ProbeInterval, "period of the pods' /readyz readiness probe (Kubernetes' 10s, scaled by --lab-timing)")
 	fl.DurationVar(&f.opts.StartTimeout, "start-timeout", d.StartTimeout, "limit for one apiserver to become ready")
 	fl.StringVar(&f.opts.Dir, "dir", "", "keep the lab's files (PKI, etcd data, apiserver logs) here instead of a temporary dir removed at exit")
 	fl.StringVar(&f.opts.ConnRecords, "lb-records", "", "stream the load balancer's connection records to this JSON-lines file")
 	fl.StringVar(&f.profile, "lab-profile", "", "named fault profile (see \"repro lab profiles\"): "+strings.Join(lab.ProfileNames(), ", "))
-	fl.StringArrayVar(&f.sets, "lab-set", nil, "set a lab knob, key=value, repeatable, over the profile and flags (keys: \"repro lab profiles\")")
+	fl.StringArrayVar(&f.sets, "lab-set", nil, "set a lab knob, key=value, repeatable, over the profile and flags, taken as given (not scaled; keys: \"repro lab profiles\")")
 }
 
 func newLabProfilesCmd(o *rootOptions) *cobra.Command {
@@ -127,6 +154,7 @@ func newLabProfilesCmd(o *rootOptions) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Profiles' durations are written as on AWS and divided by --lab-timing (fast: by %d); --lab-set values are taken as given.\n\n", lab.TimingFast.Factor)
 			for _, p := range lab.Profiles() {
 				fmt.Fprintf(out, "%s\n", p.Name)
 				fmt.Fprintf(out, "  models:   %s\n", p.Models)
@@ -138,7 +166,7 @@ func newLabProfilesCmd(o *rootOptions) *cobra.Command {
 				fmt.Fprintf(out, "  settings: %s\n\n", settings)
 			}
 			d := lab.Settings(lab.DefaultOptions())
-			fmt.Fprintln(out, "knobs (--lab-set key=value; default in brackets):")
+			fmt.Fprintln(out, "knobs (--lab-set key=value; default on the fast scale in brackets):")
 			for _, k := range lab.Knobs() {
 				fmt.Fprintf(out, "  %-24s %s [%s]\n", k.Key, k.Doc, d[k.Key])
 			}

@@ -111,6 +111,9 @@ func restConfig(o *rootOptions) (*rest.Config, error) {
 	if !inCluster && !explicitServer {
 		raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig()
 		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("kubeconfig: %s: name an existing kubeconfig file (oc login writes ~/.kube/config)", oneLine(err.Error()))
+			}
 			return nil, fmt.Errorf("kubeconfig: %s", oneLine(err.Error()))
 		}
 		if len(raw.Clusters) == 0 {

@@ -57,7 +57,7 @@ type pollingFlags struct {
 
 func (p *pollingFlags) bind(f *pflag.FlagSet) {
 	f.DurationVar(&p.interval, "interval", prober.DefaultInterval, "time between two requests of each poller (minimum 10ms)")
-	f.DurationVar(&p.probeTimeout, "probe-timeout", defaultProbeTimeout, "bound on each request; dial, TLS and response headers get 4/5 of it")
+	f.DurationVar(&p.probeTimeout, "probe-timeout", defaultProbeTimeout, "bound on each request; dial, TLS and response headers get 4/5 of it (default origin's 34s; on the lab divided by --lab-timing: 3.4s fast)")
 	f.StringSliceVar(&p.backends, "backends", prober.DefaultBackendNames, "backends to poll: "+strings.Join(prober.BackendNames(), ", "))
 	f.BoolVar(&p.http2, "http2", false, "negotiate HTTP/2 (default HTTP/1.1, like origin's sampler)")
 }
@@ -135,7 +135,7 @@ Exit codes: 0 done within limits, 3 disruption over --max-disruption,
 	f.BoolVar(&ro.useLab, "lab", false, "run on the lab even when a cluster is named")
 	f.DurationVar(&ro.baseline, "baseline", 0, "polling before the first trigger (default 60s live, 10s on the lab)")
 	f.DurationVar(&ro.coolDown, "cool-down", 0, "polling after each rollout completes (default 60s live, 10s on the lab)")
-	f.DurationVar(&ro.followTimeout, "follow-timeout", 0, "limit for one rollout to complete (default 60m live, 5m on the lab)")
+	f.DurationVar(&ro.followTimeout, "follow-timeout", 0, "limit for one rollout to complete (default 60m live, 5m on the fast lab, 50m at --lab-timing aws)")
 	f.BoolVar(&ro.attribute, "attribute", false, "after the run, say where each failed request went from the audit logs (as \"repro attribute\")")
 	f.StringArrayVar(&ro.vantages, "vantage", nil, "where to poll from, repeatable: "+strings.Join(vantage.Names, ", ")+" (default external-lb)")
 	ro.polling.bind(f)
@@ -222,6 +222,13 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	timings := scenarios.LiveTimings()
 	if onLab {
 		timings = scenarios.LabTimings()
+		// One time scale: the lab divides origin's probe timeout as it
+		// divides every other duration of the rollout, unless it is given.
+		if !cmd.Flags().Changed("probe-timeout") {
+			polling.ProbeTimeout = labOpts.Timing.Scale(prober.DefaultProbeTimeout)
+		}
+		// A rollout at AWS timing takes three times (129 s + start + 30 s).
+		timings.FollowTimeout = time.Duration(lab.TimingFast.Factor/labOpts.Timing.Factor) * timings.FollowTimeout
 	}
 	for _, d := range []struct {
 		flag time.Duration
@@ -278,7 +285,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		} else if found != "" {
 			why += "; " + found + " was found and not used"
 		}
-		fmt.Fprintf(out, "%s: starting the lab (%d real kube-apiservers behind an NLB-like load balancer)\n", why, labOpts.Nodes)
+		fmt.Fprintf(out, "%s: starting the lab (%d real kube-apiservers behind an NLB-like load balancer; timing %s, probe timeout %v)\n", why, labOpts.Nodes, labOpts.Timing, polling.ProbeTimeout)
 		opts := labOpts
 		// The lab's process chatter goes to repro.log; warnings also to the screen.
 		opts.Logger = o.quietLogger().Named("lab")
@@ -476,6 +483,7 @@ func labSettings(l *lab.Lab) map[string]any {
 		"minReadyTime": o.MinReadyTime.String(), "lbHealthInterval": o.Health.Interval.String(),
 		"lbHealthTimeout": o.Health.Timeout.String(), "lbHealthyThreshold": o.Health.HealthyThreshold,
 		"lbUnhealthyThreshold": o.Health.UnhealthyThreshold, "kubeAPIServer": o.KubeAPIServer,
+		"timing": o.Timing.Name, "timingFactor": o.Timing.Factor,
 		"profile": o.Profile, "knobs": lab.Settings(o),
 	}
 }

@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"hash/maphash"
 	"net"
 	"sync"
 	"time"
@@ -47,7 +48,7 @@ type TargetCloser interface {
 
 // Faulty returns the plain NLB policy with the given faults added.
 func Faulty(f Faults) Policy {
-	return &faulty{nlb: nlb{}, f: f, stopped: map[string]time.Time{}}
+	return &faulty{nlb: nlb{seed: maphash.MakeSeed()}, f: f, stopped: map[string]time.Time{}}
 }
 
 type faulty struct {
@@ -79,7 +80,7 @@ func (p *faulty) Route(client net.Addr, targets []TargetState) Route {
 	if len(pool) == 0 {
 		return p.nlb.Route(client, targets)
 	}
-	t := pool[int(p.rr.Add(1)-1)%len(pool)]
+	t := p.nlb.pick(client, pool)
 	return Route{Target: t.Name, Action: ActionForward}
 }
 

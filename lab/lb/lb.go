@@ -68,9 +68,8 @@ const (
 	HealthTCP   = "TCP"
 )
 
-// DefaultHealthCheck scales AWS's installer settings (10 s / 10 s / 2 / 2) by
-// a tenth, so detection (interval x unhealthy threshold = 2 s) stays well
-// inside the lab's 10 s shutdown delay, as 20 s does inside AWS's 129 s.
+// DefaultHealthCheck is the installer's AWS health check (10 s / 10 s / 2 /
+// 2) divided by ten, the lab's fast time scale (package lab's Timing).
 func DefaultHealthCheck() HealthCheck {
 	return HealthCheck{Path: "/readyz", Interval: time.Second, Timeout: time.Second, HealthyThreshold: 2, UnhealthyThreshold: 2}
 }

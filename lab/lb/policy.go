@@ -1,8 +1,8 @@
 package lb
 
 import (
+	"hash/maphash"
 	"net"
-	"sync/atomic"
 )
 
 // Action is what the load balancer does with a connection.
@@ -49,16 +49,34 @@ type Policy interface {
 	DialFailed(t TargetState, err error) Action
 }
 
-// NLB returns the default policy: a plain AWS network load balancer.
-// Round robin over targets in service (an NLB's flow hash spreads new
-// connections evenly, which round robin reproduces deterministically), fail
-// open over all registered targets when none is in service, threshold-based
-// health, established connections kept on unhealthy, refused dials reset.
-func NLB() Policy { return &nlb{} }
+// NLB returns the default policy: a plain AWS network load balancer. A
+// flow hash of the client's address and port picks among the targets in
+// service, fail open over all registered targets when none is in service,
+// threshold-based health, established connections kept on unhealthy,
+// refused dials reset.
+func NLB() Policy { return &nlb{seed: maphash.MakeSeed()} }
 
-type nlb struct{ rr atomic.Uint64 }
+type nlb struct{ seed maphash.Seed }
 
-func (p *nlb) Route(_ net.Addr, targets []TargetState) Route {
+// pick chooses the client's target as an NLB does: by a hash of the flow
+// (AWS Elastic Load Balancing docs, "How Elastic Load Balancing works",
+// routing algorithm for Network Load Balancers: protocol, source and
+// destination address and port, TCP sequence number). Every new connection
+// comes from a new ephemeral port, so it lands on any target with the same
+// chance whatever the other clients do. Round robin would not: pollers on
+// a fixed schedule opening a multiple of len(pool) connections per period
+// would each be pinned to one target, turning "a third of the requests"
+// into "all of one poller's".
+func (p *nlb) pick(client net.Addr, pool []TargetState) TargetState {
+	var h maphash.Hash
+	h.SetSeed(p.seed)
+	if client != nil {
+		h.WriteString(client.String())
+	}
+	return pool[h.Sum64()%uint64(len(pool))]
+}
+
+func (p *nlb) Route(client net.Addr, targets []TargetState) Route {
 	var pool []TargetState
 	for _, t := range targets {
 		if t.InService() {
@@ -75,7 +93,7 @@ func (p *nlb) Route(_ net.Addr, targets []TargetState) Route {
 	if len(pool) == 0 {
 		return Route{Action: ActionReject}
 	}
-	t := pool[int(p.rr.Add(1)-1)%len(pool)]
+	t := p.pick(client, pool)
 	return Route{Target: t.Name, Action: ActionForward}
 }
 

@@ -709,6 +709,9 @@ func describe(in *Run) []KV {
 			kv = append(kv, KV{k, fmt.Sprint(v)})
 		}
 	}
+	if l := r.LabLine(); l != "" {
+		kv = append(kv, KV{"lab", l})
+	}
 	var keys []string
 	for k := range r.Settings {
 		keys = append(keys, k)
