@@ -3,6 +3,7 @@ package lab
 import (
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // auditPolicy is shaped like OpenShift's Default audit profile
@@ -52,6 +53,23 @@ func (l *Lab) writeAuditPolicy() (string, error) {
 	return p, os.WriteFile(p, []byte(auditPolicy), 0o644)
 }
 
+// upstreamRequestTimeout is kube-apiserver's --request-timeout default
+// (k8s.io/apiserver pkg/server/options/server_run_options.go), which
+// OpenShift keeps for kube-apiserver.
+const upstreamRequestTimeout = 60 * time.Second
+
+// RequestTimeout is the apiservers' --request-timeout: the upstream 60 s on
+// the lab's time scale. A request stalled inside an apiserver is ended, and
+// so audit-logged, within it; attribution waits that long past a failure
+// before it calls an unlogged request not received.
+func (l *Lab) RequestTimeout() time.Duration {
+	f := l.opts.Timing.Factor
+	if f <= 0 {
+		f = 1
+	}
+	return upstreamRequestTimeout / time.Duration(f)
+}
+
 // auditArgs are the apiserver's audit flags: JSON lines into
 // /var/log/kube-apiserver/audit.log of its node, rotated by size, as
 // OpenShift's kube-apiserver writes them.
@@ -65,5 +83,6 @@ func (n *Node) auditArgs() []string {
 		"--audit-log-format=json",
 		"--audit-log-maxsize=" + auditMaxSizeMB,
 		"--audit-log-maxbackup=" + auditMaxBackups,
+		"--request-timeout=" + n.lab.RequestTimeout().String(),
 	}
 }

@@ -89,6 +89,23 @@ func attributeRun(ctx context.Context, out io.Writer, cfg *rest.Config, dir stri
 		fmt.Fprintln(out, "attribute: no failed samples, nothing to attribute")
 		return attribute.WriteRecords(folder.Path(results.AttributionFile), nil)
 	}
+	// A request stalled inside an apiserver is logged only when it ends,
+	// within the request timeout: right after a run, wait for that before
+	// reading, so an absent request can be called not received.
+	var latest time.Time
+	for i := range failed {
+		if e := failed[i].End(); failed[i].Phases.WroteRequest > 0 && e.After(latest) {
+			latest = e
+		}
+	}
+	if wait := time.Until(latest.Add(timeout)); wait > 0 && wait <= 2*timeout {
+		fmt.Fprintf(out, "attribute: waiting %s for requests stalled at the end of the run to end (--server-request-timeout %s)\n", wait.Round(100*time.Millisecond), timeout)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 	src, err := attribute.NewNodeLogs(cfg)
 	if err != nil {
 		return err

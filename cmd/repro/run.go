@@ -345,7 +345,11 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	if ro.attribute {
 		// On the lab this runs before the lab stops: its kubelet
 		// endpoints serve the audit logs.
-		if err := attributeRun(ctx, out, session.Target.Config, folder.Dir(), attribute.DefaultRequestTimeout, log); err != nil {
+		timeout := attribute.DefaultRequestTimeout
+		if theLab != nil {
+			timeout = theLab.RequestTimeout()
+		}
+		if err := attributeRun(ctx, out, session.Target.Config, folder.Dir(), timeout, log); err != nil {
 			log.Warn("attribution failed; rerun \"repro attribute "+folder.Dir()+"\"", zap.Error(err))
 		}
 	}
