@@ -102,4 +102,13 @@ func TestVantagePollersStayApart(t *testing.T) {
 	if strings.Join(names, " ") != want {
 		t.Errorf("pollers %v", names)
 	}
+	var b strings.Builder
+	if err := report.WriteSummary(&b, a, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"Vantage points side by side", "BACKEND   CONNECTIONS  external-lb  http1-direct-master-0  http1-direct-master-1", "kube-api  new          0 / 0.000s   0 / 0.000s             0 / 0.000s"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("summary lacks %q:\n%s", w, b.String())
+		}
+	}
 }
