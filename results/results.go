@@ -11,6 +11,8 @@
 //	intervals.json          derived: disruption intervals, sippy/origin schema
 //	backend-disruption.json derived: origin's BackendDisruptionList
 //	summary.txt             derived: per backend-connection figures
+//	attribution.jsonl       where each failed sample went, from the apiservers'
+//	                        audit logs (repro attribute)
 //
 // Derived files are rebuilt offline from samples.jsonl by report.Rebuild.
 package results

@@ -118,6 +118,11 @@ Results go to --out: samples.jsonl, events.jsonl, intervals.json,
 backend-disruption.json, placements.json, junit.xml, summary.txt, which
 says where every disruption sits in the rollout, and repro.log.
 
+--attribute then reads the control-plane nodes' audit logs and says where
+each failed request went (attribution.jsonl; see "repro attribute").
+--vantage (repeatable) polls from more places than the external load
+balancer: internal-lb, direct (each apiserver), service-network (in-cluster).
+
 Exit codes: 0 done within limits, 3 disruption over --max-disruption,
 130 interrupted (partial results kept), 1 any other error.`,
 		Args: cobra.NoArgs,
