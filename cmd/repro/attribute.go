@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -45,6 +46,13 @@ failed requests went" counts them by verdict, node and backend-connection.
 Needs get on nodes/proxy and list on nodes (see "repro rbac").`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The folder first: a typo there is the commoner mistake.
+			if _, err := results.Open(args[0]); err != nil {
+				return err
+			}
+			if _, err := os.Stat(filepath.Join(args[0], results.SamplesFile)); err != nil {
+				return fmt.Errorf("%s has no %s: give the results folder of a run", args[0], results.SamplesFile)
+			}
 			rc, err := restConfig(o)
 			if err != nil {
 				return err
