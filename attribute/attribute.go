@@ -408,6 +408,14 @@ func seek(ctx context.Context, src LogSource, node, server, name string, from ti
 	return lo
 }
 
+// answerMargin is how long before the client gave up a response must be
+// logged to count as answered. A client that gives up closes its
+// connection, which cancels the request's context; a handler stalled on
+// storage then returns (500) at once and is logged at the give-up itself,
+// within milliseconds either side (measured on the lab's etcd-stall), and
+// clocks of client and server may differ by as much.
+const answerMargin = 100 * time.Millisecond
+
 // verdict judges one failed sample from the events logged with its Audit-ID.
 func verdict(s *results.Sample, hs []hit, logs []Log, timeout time.Duration, answeredBy func(*results.Sample) string) Record {
 	r := Record{
@@ -455,7 +463,7 @@ func verdict(s *results.Sample, hs []hit, logs []Log, timeout time.Duration, ans
 			r.ServerLatencyMs = results.Millis(h.Logged.Sub(h.Received))
 		}
 		switch {
-		case done && (s.StatusCode > 0 || !h.Logged.After(giveUp)):
+		case done && (s.StatusCode > 0 || h.Logged.Before(giveUp.Add(-answerMargin))):
 			// An answer the client got is answered whatever the
 			// clocks say.
 			r.Verdict = Answered
@@ -464,10 +472,14 @@ func verdict(s *results.Sample, hs []hit, logs []Log, timeout time.Duration, ans
 			if s.StatusCode == 0 {
 				r.Detail += fmt.Sprintf(", %s before the client gave up: the answer was lost on the way back", ms(giveUp.Sub(h.Logged)))
 			}
-		case done:
+		case done && h.Logged.After(giveUp):
 			r.Verdict = ReceivedNotAnswered
 			r.Detail = fmt.Sprintf("%s %s received it %s after it was sent and logged %s %d only %s after the client gave up (server saw %s)",
 				h.Server, h.Node, ms(h.Received.Sub(s.Start)), h.Stage, h.Code, ms(h.Logged.Sub(giveUp)), ms(h.Logged.Sub(h.Received)))
+		case done:
+			r.Verdict = ReceivedNotAnswered
+			r.Detail = fmt.Sprintf("%s %s received it %s after it was sent and logged %s %d %s before the client gave up, within %s of it: the handler ended because the client went away (server saw %s)",
+				h.Server, h.Node, ms(h.Received.Sub(s.Start)), h.Stage, h.Code, ms(giveUp.Sub(h.Logged)), answerMargin, ms(h.Logged.Sub(h.Received)))
 		default:
 			r.Verdict = ReceivedNotAnswered
 			r.Detail = fmt.Sprintf("%s %s logged only %s, no response", h.Server, h.Node, h.Stage)

@@ -122,8 +122,9 @@ func TestCorrelateVerdicts(t *testing.T) {
 	shutdown429 := sample("kube-api", 5, "shutdown-429", t0.Add(13*time.Second), 5*time.Millisecond, results.ClassHTTP429, 429, true)
 	aggregated := sample("openshift-api", 6, "aggregated", t0.Add(14*time.Second), 4*time.Second, results.ClassHeaderTimeout, 0, true)
 	lost := sample("kube-api", 7, "lost", t0.Add(15*time.Second), 4*time.Second, results.ClassHeaderTimeout, 0, true)
+	cancelled := sample("kube-api", 9, "cancelled", t0.Add(16*time.Second), 2720*time.Millisecond, results.ClassHeaderTimeout, 0, true)
 	ok := sample("kube-api", 8, "fine", t0.Add(16*time.Second), 4*time.Millisecond, results.ClassNone, 200, true)
-	failed := []results.Sample{stalled, server5xx, handshake, late, shutdown429, aggregated, lost, ok}
+	failed := []results.Sample{stalled, server5xx, handshake, late, shutdown429, aggregated, lost, ok, cancelled}
 
 	for i, n := range nodes {
 		// A backup rotated before the run holds a decoy event for
@@ -152,6 +153,10 @@ func TestCorrelateVerdicts(t *testing.T) {
 			// Answered 50 ms after receipt: the response was lost on
 			// the way back.
 			fmt.Fprintln(&cur, auditLine("lost", "ResponseComplete", "/api/v1/namespaces/default", 200, lost.Start.Add(time.Millisecond), lost.Start.Add(50*time.Millisecond)))
+			// Stalled on storage, ended with a 500 by the client's
+			// disconnect: logged a hair before the client's own clock
+			// says it gave up (measured so on the lab).
+			fmt.Fprintln(&cur, auditLine("cancelled", "ResponseComplete", "/api/v1/namespaces/default", 500, cancelled.Start.Add(3*time.Millisecond), cancelled.End().Add(-2*time.Millisecond)))
 		}
 		if n == "master-0" {
 			fmt.Fprintln(&cur, auditLine("aggregated", "ResponseComplete", "/apis/image.openshift.io/v1/namespaces/default/imagestreams", 200, aggregated.Start.Add(time.Millisecond), aggregated.Start.Add(9*time.Second)))
@@ -195,8 +200,8 @@ func TestCorrelateVerdicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Records) != 7 {
-		t.Fatalf("%d records, want 7 (the successful sample is not attributed): %+v", len(res.Records), res.Records)
+	if len(res.Records) != 8 {
+		t.Fatalf("%d records, want 8 (the successful sample is not attributed): %+v", len(res.Records), res.Records)
 	}
 	got := byID(res.Records)
 	check := func(id, verdict, node string, detail ...string) {
@@ -218,6 +223,7 @@ func TestCorrelateVerdicts(t *testing.T) {
 	check("shutdown-429", attribute.Answered, "master-2", "in no audit log")
 	check("aggregated", attribute.ReceivedNotAnswered, "master-0", "hops: kube-apiserver master-0 ResponseComplete 200 -> openshift-apiserver master-1 ResponseComplete 200")
 	check("lost", attribute.Answered, "master-1", "lost on the way back")
+	check("cancelled", attribute.ReceivedNotAnswered, "master-1", "ResponseComplete 500 2 ms before the client gave up", "because the client went away")
 	if r := got["five-oh-three"]; r.Code != 503 || r.ServerLatencyMs != 14 {
 		t.Errorf("five-oh-three: code %d latency %v ms, want 503 and 14", r.Code, r.ServerLatencyMs)
 	}
@@ -249,7 +255,7 @@ func TestCorrelateVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	back, err := attribute.ReadRecords(path)
-	if err != nil || len(back) != 7 {
+	if err != nil || len(back) != 8 {
 		t.Fatalf("read back %d records: %v", len(back), err)
 	}
 	raw, _ := os.ReadFile(path)
