@@ -99,8 +99,9 @@ func writeAttribution(b *strings.Builder, at *Attribution) {
 		if rows[k] == nil {
 			rows[k] = map[string]int{}
 		}
+		// What the client saw: its error class, or the status it got.
 		what := string(r.Class)
-		if r.Code > 0 && r.Verdict == "answered" {
+		if r.Code > 0 && (strings.HasPrefix(what, "http-") || r.Class == results.ClassAuth) {
 			what = fmt.Sprint(r.Code)
 		}
 		rows[k][what]++
