@@ -318,8 +318,22 @@ func runLabel(run *results.Run, dir string) string {
 			if l, ok := run.Extra["lab"].(map[string]any); ok && p == "" {
 				p, _ = l["profile"].(string)
 			}
-			if l, ok := run.Extra["lab"].(map[string]any); ok && l["timing"] != nil && l["timing"] != "fast" {
-				p = strings.TrimPrefix(p+", ", ", ") + fmt.Sprint(l["timing"]) + " timing"
+			if l, ok := run.Extra["lab"].(map[string]any); ok {
+				// What sets this run apart from its profile: --lab-set
+				// changes and a timing other than the default.
+				parts := []string{}
+				if p != "" {
+					parts = append(parts, p)
+				}
+				if sets, ok := l["sets"].([]any); ok {
+					for _, kv := range sets {
+						parts = append(parts, fmt.Sprint(kv))
+					}
+				}
+				if tm, ok := l["timing"].(string); ok && tm != "" && tm != "fast" {
+					parts = append(parts, tm+" timing")
+				}
+				p = strings.Join(parts, ", ")
 			}
 			if p != "" {
 				return "lab (" + p + ")"

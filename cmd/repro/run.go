@@ -308,7 +308,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		}
 		defer theLab.Stop()
 		fmt.Fprintf(out, "lab is up in %s at %s\n", time.Since(started).Round(time.Millisecond), theLab.URL())
-		session.Target = scenarios.Target{Config: theLab.RESTConfig(), Lab: labSettings(theLab)}
+		session.Target = scenarios.Target{Config: theLab.RESTConfig(), Lab: labSettings(theLab, ro.lab.sets)}
 		session.BeforeFinish = func(run *results.Run) {
 			// The fault windows the lab applied, to line up with the gaps.
 			run.SetExtra("labFaults", theLab.FaultEvents())
@@ -485,9 +485,12 @@ func startLab(ctx context.Context, opts lab.Options) (*lab.Lab, error) {
 // records, which attribute each sample to the apiserver that served it.
 const lbRecordsFile = "lb-connections.jsonl"
 
-func labSettings(l *lab.Lab) map[string]any {
+// labSettings records the lab of a run for run.json; sets are the
+// --lab-set changes as typed, so a fix run names itself.
+func labSettings(l *lab.Lab, sets []string) map[string]any {
 	o := l.Options()
 	return map[string]any{
+		"sets":  append([]string{}, sets...),
 		"nodes": o.Nodes, "shutdownDelay": o.ShutdownDelay.String(), "gracePeriod": o.GracePeriod.String(),
 		"minReadyTime": o.MinReadyTime.String(), "lbHealthInterval": o.Health.Interval.String(),
 		"lbHealthTimeout": o.Health.Timeout.String(), "lbHealthyThreshold": o.Health.HealthyThreshold,
