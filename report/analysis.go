@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/repro-tools/repro/origin"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -42,6 +43,10 @@ type PollerSummary struct {
 	Protocol string
 	// First and Last are the starts of the first and last samples.
 	First, Last time.Time
+	// HTTP2, Vantage and Target are the poller's configuration as its
+	// samples record it; they make its name (results.SamplerName).
+	HTTP2           bool
+	Vantage, Target string
 }
 
 // Analysis is everything derived from a set of samples.
@@ -51,6 +56,9 @@ type Analysis struct {
 	Pollers []PollerSummary
 	// Intervals of every poller, sorted by start.
 	Intervals []Interval
+	// Origin holds every poller's intervals by origin's rules (see
+	// OriginIntervals), unsorted.
+	Origin []origin.Interval
 	// Samples is the number of samples analysed.
 	Samples int64
 	// TruncatedLast says the last line of samples.jsonl was cut short and
@@ -78,20 +86,23 @@ type pollerData struct {
 
 func newAccumulator() *accumulator { return &accumulator{pollers: map[string]*pollerData{}} }
 
-// poller is the poller named name (results.Sample.Name: vantage and
-// protocol included, so each vantage point is its own row).
-func (a *accumulator) poller(name, backend string, conn results.ConnectionType) *pollerData {
+// poller returns the data of the poller named by the sample's backend,
+// connection, protocol and vantage (origin's newer names keep HTTP/2 and
+// other vantage points apart from the legacy HTTP/1 external-LB ones).
+func (a *accumulator) poller(s *results.Sample) *pollerData {
+	name := s.Name()
 	pd := a.pollers[name]
 	if pd == nil {
-		pd = &pollerData{name: name, backend: backend, conn: conn, protos: map[string]int64{},
-			summary: PollerSummary{Name: name, Backend: backend, Connection: conn, Classes: map[results.ErrorClass]int64{}}}
+		pd = &pollerData{name: name, backend: s.Backend, conn: s.Connection, protos: map[string]int64{},
+			summary: PollerSummary{Name: name, Backend: s.Backend, Connection: s.Connection, Classes: map[results.ErrorClass]int64{},
+				HTTP2: s.HTTP2, Vantage: s.Vantage, Target: s.Target}}
 		a.pollers[name] = pd
 	}
 	return pd
 }
 
 func (a *accumulator) add(s *results.Sample) {
-	pd := a.poller(s.Name(), s.Backend, s.Connection)
+	pd := a.poller(s)
 	start := s.Start.UnixNano()
 	p := point{seq: s.Seq, start: start, end: start + int64(s.Duration), class: indexOfClass(s.ErrorClass), detail: -1}
 	st := &pd.summary
@@ -118,14 +129,15 @@ func (a *accumulator) merge(b *accumulator) {
 	offset := int32(len(a.details))
 	a.details = append(a.details, b.details...)
 	for _, bp := range b.pollers {
-		pd := a.poller(bp.name, bp.backend, bp.conn)
+		bs := &bp.summary
+		pd := a.poller(&results.Sample{Backend: bp.backend, Connection: bp.conn, HTTP2: bs.HTTP2, Vantage: bs.Vantage, Target: bs.Target})
 		for _, p := range bp.points {
 			if p.detail >= 0 {
 				p.detail += offset
 			}
 			pd.points = append(pd.points, p)
 		}
-		st, bs := &pd.summary, &bp.summary
+		st := &pd.summary
 		st.Samples += bs.Samples
 		st.Failures += bs.Failures
 		st.Aborted += bs.Aborted
@@ -166,7 +178,11 @@ func (a *accumulator) finish() *Analysis {
 				st.Protocol, best = proto, n
 			}
 		}
+		out.Origin = append(out.Origin, originIntervals(&st, pd.points, a.details)...)
 		ivs := intervalsOf(pd.name, pd.backend, pd.conn, pd.points, a.details)
+		for i := range ivs {
+			ivs[i].HTTP2, ivs[i].Vantage, ivs[i].Target = st.HTTP2, st.Vantage, st.Target
+		}
 		for i := range ivs {
 			d := ivs[i].Duration()
 			if ivs[i].SamplerOutage {

@@ -17,4 +17,13 @@
 // but marked as a sampler outage (Warning, DisruptionSamplerOutageBegan)
 // and not counted as disruption, as origin does. Samples aborted by an
 // interrupted run are ignored.
+//
+// Beside repro's own files, Rebuild writes origin's:
+// e2e-timelines_spyglass_<run id>.json and backend-disruption_<run id>.json,
+// named as sippy finds a CI run's and computed by origin's own rules (package
+// origin): a new interval when the error text changes, DisruptionEnded
+// intervals, only a DNS lookup i/o timeout as a sampler outage, whole-second
+// times, each interval at least 1 s and the total rounded; the rollout as
+// APIServerGracefulShutdown, KubeEvent and OperatorState intervals. repro's
+// own files keep milliseconds; summary.txt says where the two disagree.
 package report

@@ -14,6 +14,9 @@ type Interval struct {
 	Name       string
 	Backend    string
 	Connection results.ConnectionType
+	// HTTP2, Vantage and Target are the poller's (see PollerSummary).
+	HTTP2           bool
+	Vantage, Target string
 	// From is the start of the first failed request; To the start of the
 	// next successful one, or the end of the poller's last sample if the
 	// interval was still open when the run ended.

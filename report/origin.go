@@ -1,16 +1,20 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/repro-tools/repro/origin"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -43,34 +47,11 @@ const (
 	DisruptionInstance = "repro"
 )
 
-// Locator is origin's structured locator.
-type Locator struct {
-	Type string            `json:"type"`
-	Keys map[string]string `json:"keys"`
-}
-
-// OldLocator renders the locator as origin's flat "key/value ..." string
-// (keys without a fixed rank sort alphabetically, as origin sorts them).
-func (l Locator) OldLocator() string {
-	keys := make([]string, 0, len(l.Keys))
-	for k := range l.Keys {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "/" + l.Keys[k]
-	}
-	return strings.Join(parts, " ")
-}
+// Locator is origin's structured locator (see package origin).
+type Locator = origin.Locator
 
 // Message is origin's structured interval message.
-type Message struct {
-	Reason       string            `json:"reason"`
-	Cause        string            `json:"cause"`
-	HumanMessage string            `json:"humanMessage"`
-	Annotations  map[string]string `json:"annotations"`
-}
+type Message = origin.Message
 
 // IntervalItem is one item of intervals.json, in the schema sippy reads
 // (openshift/sippy pkg/apis/api/interval.go) and origin writes. From and To
@@ -90,15 +71,37 @@ type IntervalList struct {
 	Items []IntervalItem `json:"items"`
 }
 
-// DisruptionLocator returns the locator origin gives a backend sampler
-// (LocateDisruptionCheck): type Disruption with the stored name, the
+// DisruptionLocator returns the locator origin gives a legacy backend
+// sampler (LocateDisruptionCheck): type Disruption with the stored name, the
 // connection type and the sampling instance.
 func DisruptionLocator(name string, conn results.ConnectionType) Locator {
-	return Locator{Type: LocatorTypeDisruption, Keys: map[string]string{
-		LocatorBackendDisruptionNameKey: name,
-		LocatorConnectionKey:            string(conn),
-		LocatorDisruptionKey:            DisruptionInstance,
-	}}
+	return OriginBackend(name, "", conn, false, "", "").Locator()
+}
+
+// OriginBackend names a poller as origin's samplers name themselves: the
+// legacy locator for HTTP/1.1 through the external load balancer, and for
+// anything else origin's newer one (openshift/origin pkg/disruption/ci
+// TestDescriptor.DisruptionLocator) with load-balancer, protocol and
+// target keys and the instance "<target>-<protocol>-<load balancer>".
+func OriginBackend(name, backend string, conn results.ConnectionType, http2 bool, vantage, target string) origin.Backend {
+	b := origin.Backend{Name: name, Connection: string(conn), Instance: DisruptionInstance}
+	if !http2 && (vantage == "" || vantage == results.VantageExternalLB) {
+		return b
+	}
+	b.Protocol = "http1"
+	if http2 {
+		b.Protocol = "http2"
+	}
+	b.LoadBalancer = vantage
+	if b.LoadBalancer == "" {
+		b.LoadBalancer = results.VantageExternalLB
+	}
+	if target != "" {
+		b.LoadBalancer += "-" + target
+	}
+	b.Target = backend
+	b.Instance = backend + "-" + b.Protocol + "-" + b.LoadBalancer
+	return b
 }
 
 // IntervalItems renders intervals as origin does when a sampler sees a
@@ -108,7 +111,7 @@ func IntervalItems(ivs []Interval) []IntervalItem {
 	items := make([]IntervalItem, 0, len(ivs))
 	for i := range ivs {
 		iv := &ivs[i]
-		loc := DisruptionLocator(iv.Name, iv.Connection)
+		loc := OriginBackend(iv.Name, iv.Backend, iv.Connection, iv.HTTP2, iv.Vantage, iv.Target).Locator()
 		level, reason := LevelError, ReasonDisruptionBegan
 		human := fmt.Sprintf("%s stopped responding to GET requests over %s connections: %s",
 			loc.OldLocator(), iv.Connection, iv.Message)
@@ -202,8 +205,12 @@ func BackendDisruptionFor(a *Analysis, loadBalancerType string) *BackendDisrupti
 	out := &BackendDisruptionList{BackendDisruptions: map[string]*BackendDisruption{}}
 	for _, p := range a.Pollers {
 		proto := "http1"
-		if p.Protocol == "HTTP/2.0" {
+		if p.HTTP2 || p.Protocol == "HTTP/2.0" {
 			proto = "http2"
+		}
+		lb := loadBalancerType
+		if p.Vantage != "" {
+			lb = OriginBackend(p.Name, p.Backend, p.Connection, p.HTTP2, p.Vantage, p.Target).LoadBalancer
 		}
 		msgs := []string{}
 		for i := range a.Intervals {
@@ -218,7 +225,7 @@ func BackendDisruptionFor(a *Analysis, loadBalancerType string) *BackendDisrupti
 			ConnectionType:     strings.ToUpper(string(p.Connection[:1])) + string(p.Connection[1:]),
 			DisruptedDuration:  metav1.Duration{Duration: p.Disrupted.Round(time.Millisecond)},
 			DisruptionMessages: msgs,
-			LoadBalancerType:   loadBalancerType,
+			LoadBalancerType:   lb,
 			Protocol:           proto,
 			TargetAPI:          p.Backend,
 		}
@@ -258,4 +265,118 @@ func intervalString(iv *Interval) string {
 // formatMs renders a duration in seconds with millisecond precision.
 func formatMs(d time.Duration) string {
 	return strconv.FormatFloat(d.Round(time.Millisecond).Seconds(), 'f', 3, 64) + "s"
+}
+
+// Origin's file names for a run, found by sippy as a CI run's are
+// (openshift/sippy pkg/dataloader/prowloader/gcs/gcs_jobrun.go globs
+// "**e2e-timelines*.json"; its intervals page prefers
+// "e2e-timelines_spyglass_"): the run id plays origin's time suffix.
+const (
+	OriginTimelinesPrefix         = "e2e-timelines_spyglass_"
+	OriginBackendDisruptionPrefix = "backend-disruption_"
+)
+
+// OriginRunID is the suffix of a run's origin files: its start as origin
+// formats its time suffix (20060102-150405), else the folder's name.
+func OriginRunID(run *results.Run, dir string) string {
+	if run != nil && !run.Start.IsZero() {
+		return run.Start.UTC().Format("20060102-150405")
+	}
+	return filepath.Base(filepath.Clean(dir))
+}
+
+// OriginFiles returns the names of a run's two origin files.
+func OriginFiles(runID string) (timelines, backendDisruption string) {
+	return OriginTimelinesPrefix + runID + ".json", OriginBackendDisruptionPrefix + runID + ".json"
+}
+
+// originIntervals applies origin's sampler rules to one poller's points
+// (sorted by seq, as origin's consumer takes samples in the order they were
+// sent): the error text, not the class, splits intervals; origin's DNS rule
+// decides sampler outages; samples cut by the end of the run are left out,
+// as origin's consumer stops before them.
+func originIntervals(st *PollerSummary, pts []point, details []detail) []origin.Interval {
+	samples := make([]origin.Sample, 0, len(pts))
+	for _, p := range pts {
+		if p.class == abortedIdx {
+			continue
+		}
+		s := origin.Sample{Start: time.Unix(0, p.start).UTC()}
+		if p.class != 0 {
+			s.Err = "error"
+			if p.detail >= 0 {
+				d := details[p.detail]
+				s.Err, s.AuditID = origin.ErrorText(d.message, d.status), d.auditID
+			}
+		}
+		samples = append(samples, s)
+	}
+	b := OriginBackend(st.Name, st.Backend, st.Connection, st.HTTP2, st.Vantage, st.Target)
+	return origin.DisruptionIntervals(b, samples)
+}
+
+// OriginIntervals returns the run's intervals in origin's vocabulary and by
+// origin's rules: every poller's Disruption intervals (DisruptionEnded
+// included) and the rollout's APIServerGracefulShutdown, KubeEvent and
+// OperatorState intervals, sorted as origin sorts them.
+func OriginIntervals(a *Analysis, tl *Timeline) []origin.Interval {
+	out := append([]origin.Interval(nil), a.Origin...)
+	if tl != nil {
+		out = append(out, origin.RolloutIntervals(tl.Events, a.From, a.To)...)
+	}
+	origin.Sort(out)
+	return out
+}
+
+// writeOriginFiles writes e2e-timelines_spyglass_<id>.json and
+// backend-disruption_<id>.json and returns the summary's section saying
+// where origin's figures differ from repro's.
+func writeOriginFiles(f *results.Folder, run *results.Run, a *Analysis, tl *Timeline) ([]byte, error) {
+	ivs := OriginIntervals(a, tl)
+	tlName, bdName := OriginFiles(OriginRunID(run, f.Dir()))
+	var buf bytes.Buffer
+	if err := origin.Encode(&buf, ivs, origin.FormatStructured); err != nil {
+		return nil, err
+	}
+	if err := f.WriteFile(tlName, buf.Bytes()); err != nil {
+		return nil, err
+	}
+	bd := origin.BackendDisruptionFor(ivs)
+	buf.Reset()
+	if err := origin.WriteBackendDisruption(&buf, bd); err != nil {
+		return nil, err
+	}
+	if err := f.WriteFile(bdName, buf.Bytes()); err != nil {
+		return nil, err
+	}
+	return originDifferences(a, bd, bdName), nil
+}
+
+// originDifferences compares repro's per-poller disruption with origin's
+// rounded figure; it says nothing when they agree everywhere.
+func originDifferences(a *Analysis, bd *origin.BackendDisruptionList, name string) []byte {
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	differ := false
+	fmt.Fprintln(tw, "  BACKEND-CONNECTION\tREPRO\tINTERVALS\tORIGIN\tINTERVALS")
+	for _, p := range a.Pollers {
+		o := bd.BackendDisruptions[p.Name]
+		var od time.Duration
+		on := 0
+		if o != nil {
+			od, on = o.DisruptedDuration.Duration, len(o.DisruptionMessages)
+		}
+		if od == p.Disrupted && on == p.Intervals {
+			continue
+		}
+		differ = true
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%d\n", p.Name, formatMs(p.Disrupted), p.Intervals, od, on)
+	}
+	tw.Flush()
+	if !differ {
+		return nil
+	}
+	head := fmt.Sprintf("\nOrigin's figures (%s) differ: origin counts each interval as at least 1 s,\n"+
+		"rounds the total to the second and starts a new interval when the error text changes:\n", name)
+	return append([]byte(head), b.Bytes()...)
 }

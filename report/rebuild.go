@@ -35,7 +35,7 @@ func WithExtraIntervals(fn ExtraIntervals) RebuildOption {
 
 // Rebuild regenerates intervals.json, backend-disruption.json, junit.xml,
 // summary.txt and report.html of a results folder from its samples.jsonl,
-// offline. run.json is used when present. When the folder has a rollout timeline
+// offline, and origin's own files beside them (see RebuildOrigin). run.json is used when present. When the folder has a rollout timeline
 // (events.jsonl), the rollout joins intervals.json, every disruption is
 // placed in it (placements.json and a section of summary.txt) and, on the
 // lab, attributed to the apiservers its requests went to. A folder without
@@ -78,6 +78,10 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 	if err := f.WriteFile(results.BackendDisruptionFile, buf.Bytes()); err != nil {
 		return nil, err
 	}
+	originSection, err := writeOriginFiles(f, run, a, tl)
+	if err != nil {
+		return nil, err
+	}
 	limit := cfg.maxDisruption
 	if limit == 0 && run != nil {
 		if v, ok := run.Settings["maxDisruption"].(string); ok {
@@ -102,6 +106,7 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 	if err := WriteSummary(&buf, a, run); err != nil {
 		return nil, err
 	}
+	buf.Write(originSection)
 	var ps []Placement
 	if len(tl.Events) > 0 {
 		ps = Place(a.Intervals, tl)
@@ -121,6 +126,23 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// RebuildOrigin regenerates only origin's files of a results folder:
+// e2e-timelines_spyglass_<run id>.json (origin's interval file, in its
+// structured serialization, the rollout in origin's vocabulary) and
+// backend-disruption_<run id>.json (origin's BackendDisruptionList), both
+// by origin's rules. It returns their paths.
+func RebuildOrigin(dir string) ([]string, error) {
+	d, err := loadFolder(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := writeOriginFiles(d.folder, d.run, d.analysis, d.timeline); err != nil {
+		return nil, err
+	}
+	a, b := OriginFiles(OriginRunID(d.run, dir))
+	return []string{d.folder.Path(a), d.folder.Path(b)}, nil
 }
 
 // folderData is a results folder read for deriving files from it.

@@ -179,20 +179,23 @@ func attributeServedBy(f *results.Folder, ps []Placement, s servedBy) error {
 		Start      time.Time `json:"start"`
 		LocalAddr  string    `json:"local_addr"`
 		ErrorClass string    `json:"error_class"`
+		HTTP2      bool      `json:"http2"`
+		Vantage    string    `json:"vantage"`
+		Target     string    `json:"target"`
 	}
 	_, err := results.ReadJSONL(f.Path(results.SamplesFile), func(line []byte) error {
 		// Only failed samples matter; skip the rest without decoding.
 		if !bytes.Contains(line, []byte(`"error_class"`)) {
 			return nil
 		}
-		probe.LocalAddr, probe.ErrorClass = "", ""
+		probe.LocalAddr, probe.ErrorClass, probe.HTTP2, probe.Vantage, probe.Target = "", "", false, "", ""
 		if err := json.Unmarshal(line, &probe); err != nil {
 			return err
 		}
 		if probe.LocalAddr == "" {
 			return nil
 		}
-		name := probe.Backend + "-" + probe.Connection + "-connections"
+		name := results.SamplerName(probe.Backend, probe.HTTP2, probe.Vantage, probe.Target, results.ConnectionType(probe.Connection))
 		for _, i := range byName[name] {
 			if !probe.Start.Before(ps[i].From) && probe.Start.Before(ps[i].To) {
 				if t := s.target(probe.LocalAddr, probe.Start); t != "" {

@@ -11,6 +11,11 @@
 //	intervals.json          derived: disruption intervals, sippy/origin schema
 //	backend-disruption.json derived: origin's BackendDisruptionList
 //	summary.txt             derived: per backend-connection figures
+//	e2e-timelines_spyglass_<run id>.json
+//	                        derived: origin's interval file, by origin's rules
+//	backend-disruption_<run id>.json
+//	                        derived: origin's BackendDisruptionList, by
+//	                        origin's rules (see package origin)
 //	attribution.jsonl       where each failed sample went, from the apiservers'
 //	                        audit logs (repro attribute)
 //

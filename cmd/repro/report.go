@@ -13,12 +13,23 @@ import (
 func init() { subcommands = append(subcommands, newReportCmd) }
 
 func newReportCmd(o *rootOptions) *cobra.Command {
-	return &cobra.Command{
+	var originOnly bool
+	cmd := &cobra.Command{
 		Use:   "report DIR",
 		Short: "Rebuild intervals.json, backend-disruption.json and summary.txt from a results folder, offline",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
+			if originOnly {
+				paths, err := report.RebuildOrigin(dir)
+				if err != nil {
+					return err
+				}
+				for _, p := range paths {
+					fmt.Fprintln(cmd.OutOrStdout(), p)
+				}
+				return nil
+			}
 			a, err := report.Rebuild(dir)
 			if err != nil {
 				return err
@@ -35,4 +46,6 @@ func newReportCmd(o *rootOptions) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&originOnly, "origin", false, "rebuild only origin's files (e2e-timelines_spyglass_<run>.json, backend-disruption_<run>.json)")
+	return cmd
 }

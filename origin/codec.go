@@ -1,0 +1,544 @@
+package origin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Format is one of the serializations origin has written interval files in.
+type Format int
+
+const (
+	// FormatStructured is today's form (pkg/monitor/serialization
+	// EventInterval): "source", "display", "locator" and "message" objects.
+	FormatStructured Format = iota
+	// FormatDual is the transition form: "locator" and "message" as the
+	// old strings, with "tempSource", "tempStructuredLocator" and
+	// "tempStructuredMessage" beside them (the schema sippy reads as
+	// LegacyEventInterval).
+	FormatDual
+	// FormatDuplicateKeys is the dual form written with the same key twice
+	// in one object: "locator" and "message" first as strings, then as
+	// objects. encoding/json cannot decode it into one struct.
+	FormatDuplicateKeys
+	// FormatStrings is the oldest form: "locator" and "message" strings
+	// only ("node/NAME", "reason/NodeUpdate phase/Drain ...").
+	FormatStrings
+)
+
+// timeJSON renders t as metav1.Time does: RFC 3339 in UTC, whole seconds,
+// null for the zero time.
+func timeJSON(t time.Time) []byte {
+	if t.IsZero() {
+		return []byte("null")
+	}
+	return []byte(`"` + t.UTC().Format(time.RFC3339) + `"`)
+}
+
+type structuredItem struct {
+	Level   string          `json:"level"`
+	Source  string          `json:"source,omitempty"`
+	Display bool            `json:"display,omitempty"`
+	Locator Locator         `json:"locator"`
+	Message Message         `json:"message"`
+	From    json.RawMessage `json:"from"`
+	To      json.RawMessage `json:"to"`
+}
+
+type dualItem struct {
+	Level             string          `json:"level"`
+	Locator           string          `json:"locator"`
+	Message           string          `json:"message"`
+	Display           bool            `json:"display"`
+	Source            string          `json:"tempSource,omitempty"`
+	StructuredLocator Locator         `json:"tempStructuredLocator"`
+	StructuredMessage Message         `json:"tempStructuredMessage"`
+	From              json.RawMessage `json:"from"`
+	To                json.RawMessage `json:"to"`
+}
+
+type stringItem struct {
+	Level   string          `json:"level"`
+	Locator string          `json:"locator"`
+	Message string          `json:"message"`
+	From    json.RawMessage `json:"from"`
+	To      json.RawMessage `json:"to"`
+}
+
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// Encode writes intervals as an interval file ({"items": [...]}) in the
+// given serialization, indented by four spaces as origin writes them.
+func Encode(w io.Writer, ivs []Interval, f Format) error {
+	items := make([]any, 0, len(ivs))
+	for _, iv := range ivs {
+		loc := Locator{Type: iv.Locator.Type, Keys: nonNil(iv.Locator.Keys)}
+		msg := iv.Message
+		msg.Annotations = nonNil(msg.Annotations)
+		from, to := json.RawMessage(timeJSON(iv.From)), json.RawMessage(timeJSON(iv.To))
+		switch f {
+		case FormatStructured:
+			items = append(items, structuredItem{iv.Level, iv.Source, iv.Display, loc, msg, from, to})
+		case FormatDual:
+			items = append(items, dualItem{iv.Level, loc.OldLocator(), msg.OldMessage(), iv.Display, iv.Source, loc, msg, from, to})
+		case FormatDuplicateKeys:
+			items = append(items, duplicateKeysItem{iv: iv, loc: loc, msg: msg})
+		case FormatStrings:
+			items = append(items, stringItem{iv.Level, loc.OldLocator(), msg.OldMessage(), from, to})
+		default:
+			return fmt.Errorf("unknown interval file format %d", f)
+		}
+	}
+	b, err := json.MarshalIndent(struct {
+		Items []any `json:"items"`
+	}{items}, "", "    ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// duplicateKeysItem marshals one object with "locator" and "message" each
+// twice: the string, then the object.
+type duplicateKeysItem struct {
+	iv  Interval
+	loc Locator
+	msg Message
+}
+
+func (d duplicateKeysItem) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	field := func(k string, v any) error {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		vb, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+		return nil
+	}
+	b.WriteByte('{')
+	for _, kv := range []struct {
+		k string
+		v any
+	}{
+		{"level", d.iv.Level}, {"source", d.iv.Source}, {"display", d.iv.Display},
+		{"locator", d.loc.OldLocator()}, {"message", d.msg.OldMessage()},
+		{"locator", d.loc}, {"message", d.msg},
+		{"from", json.RawMessage(timeJSON(d.iv.From))}, {"to", json.RawMessage(timeJSON(d.iv.To))},
+	} {
+		if err := field(kv.k, kv.v); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// SyntaxError is a malformed interval file: where, and what was wrong.
+type SyntaxError struct {
+	Line, Column int
+	Msg          string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Msg)
+}
+
+// ReadFile decodes an interval file; an error is one line naming the file
+// and the position.
+func ReadFile(path string) ([]Interval, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ivs, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ivs, nil
+}
+
+// Decode reads an interval file in any of origin's serializations, key by
+// key, so a key that is a string in one era and an object in another (or
+// both in one object) is taken for what it is.
+func Decode(data []byte) ([]Interval, error) {
+	d := &decoder{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+	ivs, err := d.file()
+	if err != nil {
+		var se *SyntaxError
+		if errors.As(err, &se) {
+			return nil, se
+		}
+		return nil, d.errorf("%v", err)
+	}
+	return ivs, nil
+}
+
+type decoder struct {
+	data []byte
+	dec  *json.Decoder
+}
+
+// errorf returns a SyntaxError at the decoder's current offset.
+func (d *decoder) errorf(format string, args ...any) error {
+	off := int(d.dec.InputOffset())
+	if off > len(d.data) {
+		off = len(d.data)
+	}
+	line := 1 + bytes.Count(d.data[:off], []byte("\n"))
+	col := off - bytes.LastIndexByte(d.data[:off], '\n')
+	return &SyntaxError{Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (d *decoder) delim(want json.Delim) error {
+	tok, err := d.dec.Token()
+	if err != nil {
+		return d.errorf("%v", unexpectedEOF(err))
+	}
+	if got, ok := tok.(json.Delim); !ok || got != want {
+		return d.errorf("expected %q, found %v", string(want), describe(tok))
+	}
+	return nil
+}
+
+func unexpectedEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func describe(tok json.Token) string {
+	switch v := tok.(type) {
+	case string:
+		return fmt.Sprintf("string %q", v)
+	case json.Delim:
+		return fmt.Sprintf("%q", string(v))
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%v", tok)
+}
+
+func (d *decoder) file() ([]Interval, error) {
+	if err := d.delim('{'); err != nil {
+		return nil, err
+	}
+	var out []Interval
+	seenItems := false
+	for d.dec.More() {
+		key, err := d.key()
+		if err != nil {
+			return nil, err
+		}
+		if key != "items" {
+			var skip json.RawMessage
+			if err := d.dec.Decode(&skip); err != nil {
+				return nil, d.errorf("%v", err)
+			}
+			continue
+		}
+		seenItems = true
+		tok, err := d.dec.Token()
+		if err != nil {
+			return nil, d.errorf("%v", unexpectedEOF(err))
+		}
+		if tok == nil {
+			continue
+		}
+		if t, ok := tok.(json.Delim); !ok || t != '[' {
+			return nil, d.errorf(`"items" must be a list, found %v`, describe(tok))
+		}
+		for d.dec.More() {
+			iv, err := d.item()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, iv)
+		}
+		if err := d.delim(']'); err != nil {
+			return nil, err
+		}
+	}
+	if err := d.delim('}'); err != nil {
+		return nil, err
+	}
+	if !seenItems {
+		return nil, d.errorf(`no "items": not an interval file`)
+	}
+	if _, err := d.dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, d.errorf("data after the end of the file's object")
+	}
+	return out, nil
+}
+
+func (d *decoder) key() (string, error) {
+	tok, err := d.dec.Token()
+	if err != nil {
+		return "", d.errorf("%v", unexpectedEOF(err))
+	}
+	k, ok := tok.(string)
+	if !ok {
+		return "", d.errorf("expected a key, found %v", describe(tok))
+	}
+	return k, nil
+}
+
+// item decodes one interval object of any era.
+func (d *decoder) item() (Interval, error) {
+	var iv Interval
+	if err := d.delim('{'); err != nil {
+		return iv, err
+	}
+	var oldLoc, oldMsg string
+	var loc, tmpLoc *Locator
+	var msg, tmpMsg *Message
+	for d.dec.More() {
+		key, err := d.key()
+		if err != nil {
+			return iv, err
+		}
+		var raw json.RawMessage
+		if err := d.dec.Decode(&raw); err != nil {
+			return iv, d.errorf("%q: %v", key, err)
+		}
+		bad := func(err error) error { return d.errorf("%q: %v", key, err) }
+		isString := len(raw) > 0 && raw[0] == '"'
+		switch key {
+		case "level":
+			if err := json.Unmarshal(raw, &iv.Level); err != nil {
+				return iv, bad(err)
+			}
+		case "source", "tempSource":
+			if err := json.Unmarshal(raw, &iv.Source); err != nil {
+				return iv, bad(err)
+			}
+		case "display":
+			if err := json.Unmarshal(raw, &iv.Display); err != nil {
+				return iv, bad(err)
+			}
+		case "locator", "tempStructuredLocator":
+			if isString {
+				if err := json.Unmarshal(raw, &oldLoc); err != nil {
+					return iv, bad(err)
+				}
+				continue
+			}
+			var l Locator
+			if err := json.Unmarshal(raw, &l); err != nil {
+				return iv, bad(err)
+			}
+			if key == "locator" {
+				loc = &l
+			} else {
+				tmpLoc = &l
+			}
+		case "message", "tempStructuredMessage":
+			if isString {
+				if err := json.Unmarshal(raw, &oldMsg); err != nil {
+					return iv, bad(err)
+				}
+				continue
+			}
+			var m Message
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return iv, bad(err)
+			}
+			if key == "message" {
+				msg = &m
+			} else {
+				tmpMsg = &m
+			}
+		case "from", "to":
+			var s *string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return iv, bad(err)
+			}
+			if s == nil || *s == "" {
+				continue
+			}
+			t, err := time.Parse(time.RFC3339Nano, *s)
+			if err != nil {
+				return iv, bad(fmt.Errorf("not an RFC 3339 time: %q", *s))
+			}
+			if key == "from" {
+				iv.From = t
+			} else {
+				iv.To = t
+			}
+		}
+	}
+	if err := d.delim('}'); err != nil {
+		return iv, err
+	}
+	switch {
+	case loc != nil && !emptyLocator(*loc):
+		iv.Locator = *loc
+	case tmpLoc != nil && !emptyLocator(*tmpLoc):
+		iv.Locator = *tmpLoc
+	default:
+		iv.Locator = ParseOldLocator(oldLoc)
+	}
+	switch {
+	case msg != nil && !emptyMessage(*msg):
+		iv.Message = *msg
+	case tmpMsg != nil && !emptyMessage(*tmpMsg):
+		iv.Message = *tmpMsg
+	default:
+		iv.Message = ParseOldMessage(oldMsg)
+	}
+	iv.Locator.Keys = nonNil(iv.Locator.Keys)
+	iv.Message.Annotations = nonNil(iv.Message.Annotations)
+	if iv.Message.Reason == "" {
+		iv.Message.Reason = iv.Message.Annotations[AnnotationReason]
+	}
+	if iv.Source == "" {
+		iv.Source = inferSource(iv)
+	}
+	return iv, nil
+}
+
+func emptyLocator(l Locator) bool { return l.Type == "" && len(l.Keys) == 0 }
+func emptyMessage(m Message) bool {
+	return m.Reason == "" && m.HumanMessage == "" && len(m.Annotations) == 0
+}
+
+// oldKeyNames maps the string era's abbreviations to today's keys.
+var oldKeyNames = map[string]string{"ns": KeyNamespace}
+
+// ParseOldLocator parses a string-era locator ("ns/X pod/Y node/Z",
+// "disruption/kube-api connection/new") into keys, guessing the type
+// from them as origin's string-era helpers did.
+func ParseOldLocator(s string) Locator {
+	l := Locator{Keys: map[string]string{}}
+	for _, part := range splitOutsideQuotes(s) {
+		k, v, ok := strings.Cut(part, "/")
+		if !ok || k == "" {
+			continue
+		}
+		if n, ok := oldKeyNames[k]; ok {
+			k = n
+		}
+		if len(v) >= 2 && v[0] == '"' {
+			var uq string
+			if json.Unmarshal([]byte(v), &uq) == nil {
+				v = uq
+			}
+		}
+		l.Keys[k] = v
+	}
+	switch {
+	case l.Keys[KeyBackendDisruptionName] != "" || (l.Keys[KeyDisruption] != "" && l.Keys[KeyConnection] != ""):
+		l.Type = LocatorTypeDisruption
+	case l.Keys[KeyE2ETest] != "":
+		l.Type = LocatorTypeE2ETest
+	case l.Keys[KeyClusterOperator] != "":
+		l.Type = LocatorTypeClusterOperator
+	case l.Keys[KeyPod] != "":
+		l.Type = LocatorTypePod
+	case l.Keys[KeyNode] != "" && len(l.Keys) == 1:
+		l.Type = LocatorTypeNode
+	}
+	return l
+}
+
+// splitOutsideQuotes splits on spaces that are not inside a quoted value
+// (e2e-test/"[sig-x] a test name").
+func splitOutsideQuotes(s string) []string {
+	var parts []string
+	var cur strings.Builder
+	inQuote, esc := false, false
+	for _, r := range s {
+		switch {
+		case esc:
+			esc = false
+		case r == '\\' && inQuote:
+			esc = true
+		case r == '"':
+			inQuote = !inQuote
+		case r == ' ' && !inQuote:
+			if cur.Len() > 0 {
+				parts = append(parts, cur.String())
+				cur.Reset()
+			}
+			continue
+		}
+		cur.WriteRune(r)
+	}
+	if cur.Len() > 0 {
+		parts = append(parts, cur.String())
+	}
+	return parts
+}
+
+// locatorOnlyKeys never name a message annotation: where they appear, the
+// human message (which repeats the locator) has begun.
+var locatorOnlyKeys = map[string]bool{
+	KeyBackendDisruptionName: true, KeyDisruption: true, KeyConnection: true, "ns": true, KeyNamespace: true,
+	KeyPod: true, KeyLoadBalancer: true, KeyProtocol: true, KeyTarget: true, KeyServer: true, KeyE2ETest: true,
+	"route": true, "uid": true, "container": true,
+}
+
+var annotationToken = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_.-]*/\S*$`)
+
+// ParseOldMessage parses a string-era message ("reason/NodeUpdate
+// phase/Drain roles/master drained node"): leading key/value tokens are
+// annotations, the rest is the human message.
+func ParseOldMessage(s string) Message {
+	m := Message{Annotations: map[string]string{}}
+	rest := strings.TrimSpace(s)
+	for rest != "" {
+		tok, after, _ := strings.Cut(rest, " ")
+		if !annotationToken.MatchString(tok) {
+			break
+		}
+		k, v, _ := strings.Cut(tok, "/")
+		if locatorOnlyKeys[k] {
+			// the human message of a sampler starts with its locator
+			break
+		}
+		m.Annotations[k] = v
+		rest = strings.TrimSpace(after)
+	}
+	m.HumanMessage = rest
+	m.Reason = m.Annotations[AnnotationReason]
+	m.Cause = m.Annotations[AnnotationCause]
+	return m
+}
+
+// inferSource names the source of an interval written before origin
+// recorded sources, from what the interval is about.
+func inferSource(iv Interval) string {
+	switch {
+	case iv.Locator.BackendDisruptionName() != "":
+		return SourceDisruption
+	case iv.Message.Reason == ReasonNodeUpdate && iv.Locator.Keys[KeyNode] != "":
+		return SourceNodeState
+	case iv.Message.Reason == ReasonGracefulAPIServerShutdown || iv.Message.Reason == ReasonIncompleteAPIServerShutdown:
+		return SourceAPIServerGracefulShutdown
+	case iv.Locator.Keys[KeyClusterOperator] != "" && iv.Message.Annotations[AnnotationCondition] != "":
+		return SourceOperatorState
+	case terminationEvents[iv.Message.Reason]:
+		return SourceKubeEvent
+	}
+	return ""
+}
