@@ -13,6 +13,7 @@ import (
 // lbConn is the part of a lab load balancer record (lab/lb ConnRecord, one
 // JSON object per line of lb-connections.jsonl) that names a sample's node.
 type lbConn struct {
+	ID     uint64    `json:"id"`
 	Client string    `json:"client"`
 	Target string    `json:"target"`
 	Opened time.Time `json:"opened"`
@@ -27,19 +28,31 @@ func LBAnsweredBy(path string) (func(*results.Sample) string, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	byClient := map[string][]lbConn{}
+	// A connection is written when it opens and again when it closes: the
+	// later line of an id replaces the earlier.
+	byID := map[uint64]lbConn{}
+	var order []uint64
 	_, err := results.ReadJSONL(path, func(line []byte) error {
 		var c lbConn
 		if err := json.Unmarshal(line, &c); err != nil {
 			return err
 		}
-		if c.Client != "" && c.Target != "" {
-			byClient[c.Client] = append(byClient[c.Client], c)
+		if c.Client == "" || c.Target == "" {
+			return nil
 		}
+		if _, ok := byID[c.ID]; !ok {
+			order = append(order, c.ID)
+		}
+		byID[c.ID] = c
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	byClient := map[string][]lbConn{}
+	for _, id := range order {
+		c := byID[id]
+		byClient[c.Client] = append(byClient[c.Client], c)
 	}
 	return func(s *results.Sample) string {
 		if s.ServedBy != "" {
