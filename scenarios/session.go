@@ -222,18 +222,41 @@ func (s *Session) checkedProber(ctx context.Context) (*prober.Prober, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A backend is kept when no vantage point found a problem with it; a
+	// vantage point (other than the default) that cannot be reached at all
+	// stops the session with one line for it.
 	var keep []prober.Backend
-	var problems []string
-	for _, c := range pr.CheckBackends(ctx) {
+	var problems, unreachable []string
+	bad := map[string]bool{}
+	seenTarget := map[string]bool{}
+	checks := pr.CheckBackends(ctx)
+	for _, c := range checks {
 		if ctx.Err() != nil {
 			pr.Close()
 			return nil, ctx.Err()
 		}
 		if c.Problem == "" {
-			keep = append(keep, c.Backend)
 			continue
 		}
+		if v := c.Sample.Vantage; v != "" && c.Sample.StatusCode == 0 {
+			where := strings.TrimSpace(v + " " + c.Sample.Target)
+			if !seenTarget[where] {
+				seenTarget[where] = true
+				unreachable = append(unreachable, fmt.Sprintf("vantage %s is unreachable: %s", where, c.Problem))
+			}
+			continue
+		}
+		bad[c.Backend.Name] = true
 		problems = append(problems, c.Problem)
+	}
+	if len(unreachable) > 0 {
+		pr.Close()
+		return nil, fmt.Errorf("%s (drop that --vantage, or run from where it is reachable)", strings.Join(unreachable, "; "))
+	}
+	for _, b := range s.Polling.Backends {
+		if !bad[b.Name] {
+			keep = append(keep, b)
+		}
 	}
 	if len(problems) == 0 {
 		return pr, nil
