@@ -533,9 +533,15 @@ func verdict(s *results.Sample, hs []hit, logs []Log, timeout time.Duration, ans
 			covered++
 		}
 	}
+	// Where the connection was sent, when known (the lab's load
+	// balancer): the node that should have received it.
+	sentTo := ""
+	if n := answeredBy(s); n != "" {
+		sentTo = "; its connection was sent to " + n
+	}
 	if len(gaps) > 0 {
 		r.Verdict = Unknown
-		r.Detail = "in no audit log read; " + strings.Join(gaps, "; ")
+		r.Detail = "in no audit log read; " + strings.Join(gaps, "; ") + sentTo
 		return r
 	}
 	r.Verdict = NotReceived
@@ -544,6 +550,7 @@ func verdict(s *results.Sample, hs []hit, logs []Log, timeout time.Duration, ans
 	} else {
 		r.Detail = fmt.Sprintf("never written (%s), in none of the %d kube-apiserver audit logs", s.ErrorClass, covered)
 	}
+	r.Detail += sentTo
 	return r
 }
 
