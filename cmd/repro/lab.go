@@ -127,7 +127,7 @@ func (f *labFlags) bind(cmd *cobra.Command) {
 	// zero on the command line means zero (e.g. --shutdown-delay 0s).
 	f.opts.ExactTimings = true
 	fl := cmd.Flags()
-	fl.StringVar(&f.timing, "lab-timing", lab.TimingFast.Name, "the lab's time scale: fast (every AWS duration, the probe timeout too, divided by 10; about 2 minutes a run) or aws (as on AWS; about 9 minutes)")
+	fl.StringVar(&f.timing, "lab-timing", lab.TimingFast.Name, "the lab's time scale: fast (every AWS duration, the probe timeout too, divided by 10; about 2 minutes a run) or aws (as on AWS; about 8.5 minutes)")
 	fl.StringVar(&f.opts.KubeAPIServer, "kube-apiserver", "", "kube-apiserver binary to run instead of the built "+binaries.KubeAPIServer.Version+" (a patched fork, a candidate fix)")
 	fl.StringVar(&f.opts.Etcd, "etcd", "", "etcd binary to run instead of the built "+binaries.Etcd.Version)
 	fl.StringVar(&f.opts.Listen, "listen", d.Listen, "load balancer address; a fixed port must be free")
