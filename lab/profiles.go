@@ -27,7 +27,7 @@ type Profile struct {
 // profile is expected to show.
 var profiles = []Profile{
 	{
-		Name:   "healthy",
+		Name: "healthy",
 		Models: "The lab as OpenShift ships on AWS: 129 s shutdown delay against 20 s of LB detection (10 s x 2), the NLB resetting established connections to a target that turns unhealthy (its default), restarted apiservers held out until warm. " +
 			"A rollout should measure no disruption: kube-apiserver answers Connection: close while it drains, so the pollers have left the stopping apiserver before the reset (which still cuts watches).",
 		Source: "openshift/cluster-kube-apiserver-operator observe_termination_duration.go (129 s); openshift/installer pkg/asset/manifests/aws/cluster.go (health check); AWS ELB docs, NLB target group attributes (connection_termination default true)",

@@ -20,9 +20,9 @@ import (
 // them.
 //
 // The check* helpers take a results folder of a run made with --attribute,
-// so the profile tests in profiles_e2e_test.go can call them on the run they
-// already make (no profile runs twice in CI). The TestAttribution* tests
-// below marked TEMPORARY run the profiles themselves only until then.
+// and are called from the profile runs (profiles_e2e_test.go) and the
+// healthy rollout (run_e2e_test.go) on the runs they already make, so no
+// lab run happens twice in CI.
 
 // attributionOf reads attribution.jsonl and checks its contract: one record
 // per failed sample, each with a verdict, and the summary's section.
@@ -133,31 +133,6 @@ func checkAttributionShortShutdownDelay(t *testing.T, dir string) {
 			t.Errorf("%s seq %d (%s, %s): %s code %d on %q, want not-received or answered 5xx/429 with its node: %s", r.Poller, r.Seq, r.AuditID, r.Class, r.Verdict, r.Code, r.Node, r.Detail)
 		}
 	}
-}
-
-// TEMPORARY (the lead deletes these at merge, calling the helpers from the
-// profile tests with --attribute instead).
-func TestAttributionEtcdStallTEMPORARY(t *testing.T) {
-	pr := runProfile(t, "etcd-stall", "--attribute")
-	checkAttributionEtcdStall(t, pr.dir)
-}
-
-// TEMPORARY, see above.
-func TestAttributionBlackholeTEMPORARY(t *testing.T) {
-	pr := runProfile(t, "blackhole", "--attribute")
-	checkAttributionBlackhole(t, pr.dir)
-}
-
-// TEMPORARY, see above.
-func TestAttributionShortShutdownDelayTEMPORARY(t *testing.T) {
-	pr := runProfileExit(t, "short-shutdown-delay", exitOverLimit, "--max-disruption", "1ms", "--attribute")
-	checkAttributionShortShutdownDelay(t, pr.dir)
-}
-
-// TEMPORARY, see above.
-func TestAttributionHealthyTEMPORARY(t *testing.T) {
-	pr := runProfile(t, "healthy", "--attribute")
-	checkAttributionHealthy(t, pr.dir)
 }
 
 // TestRunVantageDirectOnTheLab: --vantage external-lb --vantage direct polls

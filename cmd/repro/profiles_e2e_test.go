@@ -165,7 +165,8 @@ func servedByRolledNode(t *testing.T, pr profileRun) {
 }
 
 func TestProfileEtcdStall(t *testing.T) {
-	pr := runProfile(t, "etcd-stall")
+	pr := runProfile(t, "etcd-stall", "--attribute")
+	checkAttributionEtcdStall(t, pr.dir)
 	if len(pr.faults) != 1 || pr.faults[0].Node != "master-1" || len(pr.faults[0].Nodes) != 1 {
 		t.Fatalf("fault windows %+v, want one stall of master-1's link", pr.faults)
 	}
@@ -259,7 +260,8 @@ func readLBResets(t *testing.T, dir string) int {
 }
 
 func TestProfileBlackhole(t *testing.T) {
-	pr := runProfile(t, "blackhole")
+	pr := runProfile(t, "blackhole", "--attribute")
+	checkAttributionBlackhole(t, pr.dir)
 	// A reused connection the stopping apiserver closed is kept open towards
 	// the client: its next request times out waiting for headers. New
 	// connections late-routed there go unanswered in the TLS handshake:
@@ -293,7 +295,8 @@ func TestProfileBlackhole(t *testing.T) {
 // real and short, so a 1 ms limit must fail the run with exit 3 and a
 // failing junit case.
 func TestProfileShortShutdownDelay(t *testing.T) {
-	pr := runProfileExit(t, "short-shutdown-delay", exitOverLimit, "--max-disruption", "1ms")
+	pr := runProfileExit(t, "short-shutdown-delay", exitOverLimit, "--max-disruption", "1ms", "--attribute")
+	checkAttributionShortShutdownDelay(t, pr.dir)
 	junit, err := os.ReadFile(filepath.Join(pr.dir, report.JUnitFile))
 	if err != nil {
 		t.Fatal(err)

@@ -201,7 +201,7 @@ func TestRunRolloutOnTheLab(t *testing.T) {
 	if err := os.WriteFile(found, []byte(foundKubeconfigYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res := reproEnv(t, ctx, env, append([]string{"run", "--scenario", "apiserver-rollout", "--out", out}, labArgs...)...)
+	res := reproEnv(t, ctx, env, append([]string{"run", "--scenario", "apiserver-rollout", "--out", out, "--attribute"}, labArgs...)...)
 	noLabProcesses(t, labDir)
 	if res.code != 0 {
 		t.Fatalf("exit %d, want 0", res.code)
@@ -236,6 +236,9 @@ func TestRunRolloutOnTheLab(t *testing.T) {
 	if n := strings.Count(res.stderr, "INFO\tlab"); n > 0 {
 		t.Errorf("%d lines of the lab's chatter on the screen, want them in repro.log", n)
 	}
+
+	// Nothing failed, so nothing to attribute, and the summary says so.
+	checkAttributionHealthy(t, out)
 
 	// AWS's connection termination acted (the load balancer reset
 	// connections to each apiserver that turned unhealthy: the lab's own
