@@ -301,13 +301,16 @@ func TestRunRolloutOnTheLab(t *testing.T) {
 		if p.Skipped > p.Samples/100 {
 			t.Errorf("%s skipped %d of %d ticks", p.Name, p.Skipped, p.Samples)
 		}
-		// The healthy lab drains each apiserver for 10 s while the load
+		// The healthy lab drains each apiserver for 12.9 s while the load
 		// balancer needs 2 s to see /readyz fail, and warms a restarted
-		// apiserver before it takes traffic. The one failure with a cause is
-		// a reused request caught in the instant the old apiserver stops
-		// listening (its 429 "shutting down"): tolerance one poll interval
-		// and a half per poller, and never a header timeout.
-		if p.Disrupted > prober.DefaultInterval*3/2 || p.Classes[results.ClassHeaderTimeout] > 0 {
+		// apiserver before it takes traffic. The failures with a cause are
+		// single requests: a reused one caught in the instant the old
+		// apiserver stops listening (its 429 "shutting down"), and one on a
+		// connection the LB opened to the rolled node just before its
+		// unhealthy verdict, reset by AWS's connection termination. Each
+		// is one sample and rare (0 or 1 a run, measured): tolerance three
+		// poll intervals per poller, and never a header timeout.
+		if p.Disrupted > 3*prober.DefaultInterval || p.Classes[results.ClassHeaderTimeout] > 0 {
 			t.Errorf("%s: %d failures, %v disrupted (%v) on the healthy lab", p.Name, p.Failures, p.Disrupted, p.Classes)
 		}
 	}
