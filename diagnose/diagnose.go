@@ -18,6 +18,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/repro-tools/repro/report"
 )
 
 // Verdicts of one mechanism against one folder.
@@ -236,4 +238,16 @@ func WriteText(w io.Writer, r *Result) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// Register the diagnosis as the last section of every summary.txt that
+// report.Rebuild writes in a binary that links this package.
+func init() {
+	report.AddSummarySection(func(dir string, w io.Writer) error {
+		r, err := Diagnose(dir)
+		if err != nil {
+			return err
+		}
+		return WriteText(w, r)
+	})
 }

@@ -59,8 +59,8 @@ type Figures struct {
 	// ServedPhases counts those failed requests by the phase their
 	// apiserver's node was in ("no-rollout" outside every iteration).
 	ServedPhases map[string]int64 `json:"servedPhases"`
-	ToRolled    int64            `json:"toRolled"`
-	ToOther     int64            `json:"toOther"`
+	ToRolled     int64            `json:"toRolled"`
+	ToOther      int64            `json:"toOther"`
 	// HasAttribution says attribution.jsonl was read; Verdicts counts its
 	// verdicts.
 	HasAttribution bool             `json:"hasAttribution"`

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -31,6 +32,17 @@ func WithMaxDisruption(d time.Duration) RebuildOption {
 // WithExtraIntervals adds a producer of interval items to intervals.json.
 func WithExtraIntervals(fn ExtraIntervals) RebuildOption {
 	return func(c *rebuildConfig) { c.extras = append(c.extras, fn) }
+}
+
+// summarySections are added to the end of summary.txt by Rebuild, once every
+// other derived file (placements.json included) is written.
+var summarySections []func(dir string, w io.Writer) error
+
+// AddSummarySection registers a section of summary.txt written from the
+// rebuilt folder dir; a package that report cannot import (diagnose, which
+// reads report's files) adds its own this way.
+func AddSummarySection(fn func(dir string, w io.Writer) error) {
+	summarySections = append(summarySections, fn)
 }
 
 // Rebuild regenerates intervals.json, backend-disruption.json, junit.xml,
@@ -118,6 +130,12 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 			return nil, err
 		}
 		buf.Write(section)
+	}
+	for _, section := range summarySections {
+		buf.WriteString("\n")
+		if err := section(dir, &buf); err != nil {
+			fmt.Fprintf(&buf, "(section not written: %v)\n", err)
+		}
 	}
 	if err := f.WriteFile(results.SummaryFile, buf.Bytes()); err != nil {
 		return nil, fmt.Errorf("write summary: %w", err)
