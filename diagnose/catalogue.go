@@ -61,7 +61,7 @@ var catalogue = []Mechanism{
 	{
 		Name: "late-deregistration", Profile: true,
 		Summary: "The LB keeps routing to a target long after it turned unhealthy; once the apiserver stops listening (after its shutdown delay) the connections routed there are refused, then answered 503 by its successor.",
-		Fingerprint: []Check{
+		Fingerprint: []Check{everyBackend(),
 			classes(0.8, lbRefusals...),
 			connectionShare(results.ReusedConnections, 0.1, false),
 			cacheToo(),
@@ -76,7 +76,7 @@ var catalogue = []Mechanism{
 	{
 		Name: "reset-on-unhealthy", Profile: true,
 		Summary:     "The LB resets every established connection to a target when it turns unhealthy; idle keep-alive connections die and net/http retries most of them, so a few reused-connection requests fail per node.",
-		Fingerprint: []Check{classes(0.8, results.ClassReset, results.ClassEOF), connectionShare(results.ReusedConnections, 0.8, false), fewPerPoller(2), phases(0.6, "terminating"), servedByRolled(0.6)},
+		Fingerprint: []Check{everyBackend(), classes(0.8, results.ClassReset, results.ClassEOF), connectionShare(results.ReusedConnections, 0.8, false), fewPerPoller(2), phases(0.6, "terminating"), servedByRolled(0.6)},
 		Timing:      "10-20 s after each node's SIGTERM (the LB's detection), in its terminating phase; at most about one failed request per reused poller per node, independent of the shutdown delay.",
 		Source:      "kubernetes-sigs/cluster-api-provider-aws #5475 (NLB target_health_state.unhealthy.connection_termination); AWS Elastic Load Balancing docs, target group attributes",
 		RuledOutBy:  "Failures on new connections, or many failures per poller.",
@@ -84,7 +84,7 @@ var catalogue = []Mechanism{
 	{
 		Name: "blackhole", Profile: true,
 		Summary:     "Packets between the LB and a stopped apiserver are dropped instead of refused, and the LB still routes new connections there: their TLS handshakes go unanswered.",
-		Fingerprint: []Check{classes(0.6, unanswered...), connectionShare(results.NewConnections, 0.8, false), cacheToo(), phases(0.6, "terminating", "starting"), servedByRolled(0.6), verdicts(0.6, false, VerdictNotReceived)},
+		Fingerprint: []Check{everyBackend(), classes(0.6, unanswered...), connectionShare(results.NewConnections, 0.8, false), cacheToo(), phases(0.6, "terminating", "starting"), servedByRolled(0.6), verdicts(0.6, false, VerdictNotReceived)},
 		Timing:      "From the rolled apiserver's stop until the LB stops routing to it (starting phase, end of terminating); length set by the late-routing window, not by the header timeout.",
 		Source:      "OCPBUGS-86789's late routing; kubernetes-sigs/aws-load-balancer-controller docs (NLB target health and connection handling)",
 		RuledOutBy:  "Header timeouts (the handshake completed), refusals instead of silence, or failures on apiservers that were not stopped.",
@@ -92,7 +92,7 @@ var catalogue = []Mechanism{
 	{
 		Name: "short-shutdown-delay", Profile: true,
 		Summary:     "kube-apiserver's shutdown delay is shorter than the LB's detection: the apiserver stops listening while the LB still routes new connections to it, which are refused.",
-		Fingerprint: []Check{classes(0.8, refusals...), connectionShare(results.NewConnections, 0.8, false), cacheToo(), phases(0.6, "terminating"), servedByRolled(0.6), verdicts(0.6, false, VerdictNotReceived)},
+		Fingerprint: []Check{everyBackend(), classes(0.8, refusals...), connectionShare(results.NewConnections, 0.8, false), cacheToo(), phases(0.6, "terminating"), servedByRolled(0.6), verdicts(0.6, false, VerdictNotReceived)},
 		Timing:      "In each rolled node's terminating phase, from SIGTERM + shutdown delay until the LB marks it unhealthy; length per node = detection - shutdown delay (20 s with a 0 s delay on AWS), none once the delay exceeds the detection.",
 		Source:      "openshift/cluster-kube-apiserver-operator pkg/operator/configobservation/apiserver/observe_termination_duration.go (SingleReplica: 0 s); k8s.io/apiserver pkg/server/options/server_run_options.go (--shutdown-delay-duration)",
 		RuledOutBy:  "Failures on reused connections only, failures after the node's process exited, or on apiservers that were not rolling.",
@@ -100,7 +100,7 @@ var catalogue = []Mechanism{
 	{
 		Name: "early-healthy", Profile: true,
 		Summary:     "The LB checks TCP connect instead of /readyz and a restarting apiserver stays registered: it takes traffic before it can answer (503, 429) and after its listener closed (resets).",
-		Fingerprint: []Check{classes(0.8, answeredEarly...), atLeast(0.2, notReady...), phases(0.6, "starting", "ready"), servedByRolled(0.6), verdicts(0.6, false, VerdictAnswered)},
+		Fingerprint: []Check{everyBackend(), classes(0.8, answeredEarly...), atLeast(0.2, notReady...), phases(0.6, "starting", "ready"), servedByRolled(0.6), verdicts(0.6, false, VerdictAnswered)},
 		Timing:      "At each restarted node's start (starting phase, just before ready); length = the new apiserver's warm-up, independent of the shutdown delay.",
 		Source:      "AWS Elastic Load Balancing docs, target group health checks (TCP default); k8s.io/apiserver pkg/server/healthz (a fresh kube-apiserver answers 503 until /readyz is 200)",
 		RuledOutBy:  "No 503/429 answers, or failures while no apiserver is starting.",
@@ -116,7 +116,7 @@ var catalogue = []Mechanism{
 	{
 		Name:        "lb-routes-to-stopped-target",
 		Summary:     "The LB sends new connections to a target whose apiserver process has exited, before its health checks fail.",
-		Fingerprint: []Check{classes(0.8, stopped...), phases(0.6, "starting"), cacheToo(), servedByRolled(0.6), verdicts(0.6, true, VerdictNotReceived)},
+		Fingerprint: []Check{everyBackend(), classes(0.8, stopped...), phases(0.6, "starting"), cacheToo(), servedByRolled(0.6), verdicts(0.6, true, VerdictNotReceived)},
 		Timing:      "In the rolled node's starting phase (old process gone, new one not ready); length bounded by the LB's unhealthy detection after the exit.",
 		Source:      "AWS Elastic Load Balancing docs, target group health checks (unhealthy threshold x interval); openshift/origin pkg/monitortests/kubeapiserver/disruptionlegacyapiservers (new-connection pollers)",
 		RuledOutBy:  "Requests received by an apiserver (attribution), or failures while the node still had a process listening.",

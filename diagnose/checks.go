@@ -108,6 +108,20 @@ func cacheToo() Check {
 	}}
 }
 
+// everyBackend is the prediction of a mechanism below the apiservers'
+// handlers (the LB, the listener): it cannot tell core from aggregated
+// paths, so kube-api fails as the aggregated backends do.
+func everyBackend() Check {
+	return Check{Name: "core vs aggregated", Predicts: "kube-api fails as openshift-api/oauth-api do (the fault is below the request's path)", eval: func(f *Figures) outcome {
+		if !f.HasAggregated || !f.HasCore {
+			return outcome{missing: MissingAggregated}
+		}
+		core := f.Failures - f.AggregatedFailures
+		s := ratio(core, f.Failures)
+		return outcome{ok: s >= 0.1, share: s, evidence: fmt.Sprintf("%d of %d failures on kube-api pollers, %d on openshift-api/oauth-api ones", core, f.Failures, f.AggregatedFailures)}
+	}}
+}
+
 func aggregatedOnly() Check {
 	return Check{Name: "core vs aggregated", Predicts: "openshift-api/oauth-api fail, kube-api does not", Required: true, eval: func(f *Figures) outcome {
 		if !f.HasAggregated || !f.HasCore {

@@ -50,6 +50,7 @@ type Assessment struct {
 	// RuledOutBy is what would rule it out.
 	RuledOutBy string  `json:"ruledOutBy"`
 	Score      float64 `json:"score"`
+	missingAll []string
 	passed     int
 	failed     int
 }
@@ -112,6 +113,7 @@ func Assess(fig *Figures) *Result {
 			switch {
 			case o.missing != "":
 				a.Untested = append(a.Untested, label+c.Predicts+" ("+o.missing+")")
+				a.missingAll = addUnique(a.missingAll, o.missing)
 				if c.Required {
 					a.Missing = addUnique(a.Missing, o.missing)
 				}
@@ -159,10 +161,8 @@ func Assess(fig *Figures) *Result {
 				continue
 			}
 			r.Indistinct = append(r.Indistinct, a.Name)
-			for _, u := range a.Untested {
-				if i := strings.LastIndex(u, "("); i >= 0 {
-					r.Separating = addUnique(r.Separating, strings.TrimSuffix(u[i+1:], ")"))
-				}
+			for _, m := range a.missingAll {
+				r.Separating = addUnique(r.Separating, m)
 			}
 		}
 		if len(r.Indistinct) < 2 {
