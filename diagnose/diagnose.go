@@ -234,7 +234,7 @@ func WriteText(w io.Writer, r *Result) error {
 		b.WriteString("    none\n")
 	}
 	if len(r.Indistinct) > 0 {
-		fmt.Fprintf(&b, "\n  Cannot tell apart: %s\n  What would: %s\n", strings.Join(r.Indistinct, ", "), strings.Join(r.Separating, "; "))
+		fmt.Fprintf(&b, "\n  Cannot tell apart: %s\n  Evidence that would tell them apart, missing here: %s\n", strings.Join(r.Indistinct, ", "), strings.Join(r.Separating, "; "))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/repro-tools/repro/diagnose"
+	"github.com/repro-tools/repro/sweep"
+)
+
+// checkDiagnosis runs `repro diagnose --json DIR` on a profile's results
+// folder and holds the ranking against the profile: its own mechanism first
+// and consistent. The same diagnosis must end the folder's summary.txt,
+// which the run's report wrote.
+func checkDiagnosis(t *testing.T, dir, wantFirst string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := repro(t, ctx, "diagnose", "--json", dir)
+	if res.code != 0 {
+		t.Fatalf("repro diagnose: exit %d: %s", res.code, res.stderr)
+	}
+	var r diagnose.Result
+	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
+		t.Fatalf("repro diagnose --json: %v", err)
+	}
+	if len(r.Mechanisms) == 0 {
+		t.Fatal("repro diagnose: no mechanisms")
+	}
+	first := r.Mechanisms[0]
+	if first.Name != wantFirst || first.Verdict != diagnose.Consistent {
+		for _, a := range r.Mechanisms {
+			t.Logf("%d %s %s for=%v against=%v untested=%v", a.Rank, a.Name, a.Verdict, a.For, a.Against, a.Untested)
+		}
+		t.Fatalf("diagnosis ranks %s (%s) first, want %s consistent", first.Name, first.Verdict, wantFirst)
+	}
+	summary, err := os.ReadFile(filepath.Join(dir, "summary.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(summary), "Diagnosis: "+r.Headline) {
+		t.Fatalf("summary.txt has no diagnosis section %q", r.Headline)
+	}
+}
+
+// TestSweepShortShutdownDelay sweeps the shutdown delay on the
+// short-shutdown-delay profile, two points on the fast scale: 0 s, below the
+// LB's 2 s detection (1 s x 2), gives refusals; 3 s, above it, gives none, so
+// the sweep must say the gap disappears at 3 s.
+func TestSweepShortShutdownDelay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two lab rollouts")
+	}
+	out := filepath.Join(t.TempDir(), "sweep")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	started := time.Now()
+	res := repro(t, ctx, "sweep", "--scenario", "apiserver-rollout", "--lab-profile", "short-shutdown-delay",
+		"--lab-set", "shutdown-delay=0s,3s", "--out", out, "--baseline", "3s", "--cool-down", "5s", "--min-ready-time", "2s")
+	t.Logf("sweep took %s", time.Since(started).Round(time.Second))
+	if res.code != 0 {
+		t.Fatalf("repro sweep: exit %d", res.code)
+	}
+	b, err := os.ReadFile(filepath.Join(out, sweep.JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sr sweep.Result
+	if err := json.Unmarshal(b, &sr); err != nil {
+		t.Fatal(err)
+	}
+	if len(sr.Points) != 2 || sr.Points[0].Status != "complete" || sr.Points[1].Status != "complete" {
+		t.Fatalf("points %+v", sr.Points)
+	}
+	if sr.Points[0].Total <= 0 || sr.Points[1].Total != 0 {
+		t.Fatalf("disruption 0s: %.3f s, 3s: %.3f s; want some, then none", sr.Points[0].Total, sr.Points[1].Total)
+	}
+	if sr.Points[1].Versus != "better" && sr.Points[1].Versus != "no-difference" {
+		t.Errorf("3s vs 0s: %q", sr.Points[1].Versus)
+	}
+	want := "shutdown-delay >= 3s: no disruption"
+	if !strings.Contains(res.stdout, want) || !strings.Contains(strings.Join(sr.Findings, "\n"), want) {
+		t.Fatalf("findings %v, want %q in them and in the table", sr.Findings, want)
+	}
+	for _, f := range []string{sweep.PlotFile, sweep.TableFile, sweep.HTMLFile} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	// Each point is a whole results folder of its own, diagnosed as such.
+	checkDiagnosis(t, sr.Points[0].Dir, "short-shutdown-delay")
+	checkDiagnosis(t, sr.Points[1].Dir, "healthy")
+}
