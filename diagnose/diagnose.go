@@ -243,7 +243,7 @@ func WriteText(w io.Writer, r *Result) error {
 // Register the diagnosis as the last section of every summary.txt that
 // report.Rebuild writes in a binary that links this package.
 func init() {
-	report.AddSummarySection(func(dir string, w io.Writer) error {
+	report.AddSummarySection("Diagnosis", func(dir string, w io.Writer) error {
 		r, err := Diagnose(dir)
 		if err != nil {
 			return err
