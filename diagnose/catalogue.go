@@ -26,12 +26,12 @@ type Mechanism struct {
 
 // Short names of error-class groups used by the fingerprints.
 var (
-	refusals      = []results.ErrorClass{results.ClassReset, results.ClassEOF, results.ClassConnectRefused}
+	refusals      = []results.ErrorClass{results.ClassReset, results.ClassEOF, results.ClassConnectRefused, results.ClassTLS}
 	lbRefusals    = []results.ErrorClass{results.ClassReset, results.ClassEOF, results.ClassConnectRefused, results.ClassTLS, results.ClassHTTP5xx, results.ClassHTTP429}
 	unanswered    = []results.ErrorClass{results.ClassTLSHandshakeTimeout, results.ClassConnectTimeout}
 	stopped       = []results.ErrorClass{results.ClassReset, results.ClassEOF, results.ClassConnectRefused, results.ClassConnectTimeout, results.ClassTLSHandshakeTimeout}
 	notReady      = []results.ErrorClass{results.ClassHTTP5xx, results.ClassHTTP429}
-	answeredEarly = []results.ErrorClass{results.ClassHTTP5xx, results.ClassHTTP429, results.ClassReset, results.ClassEOF}
+	answeredEarly = []results.ErrorClass{results.ClassHTTP5xx, results.ClassHTTP429, results.ClassReset, results.ClassEOF, results.ClassTLS, results.ClassConnectRefused}
 	headerTimeout = []results.ErrorClass{results.ClassHeaderTimeout}
 )
 
@@ -63,7 +63,7 @@ var catalogue = []Mechanism{
 		Summary: "The LB keeps routing to a target long after it turned unhealthy; once the apiserver stops listening (after its shutdown delay) the connections routed there are refused, then answered 503 by its successor.",
 		Fingerprint: []Check{everyBackend(),
 			classes(0.8, lbRefusals...),
-			connectionShare(results.ReusedConnections, 0.1, false),
+			sigterm(0.8, false),
 			cacheToo(),
 			phases(0.6, "terminating", "starting"),
 			servedByRolled(0.6),
@@ -71,12 +71,12 @@ var catalogue = []Mechanism{
 		},
 		Timing:     "At the end of each rolled node's terminating phase (its listener closing) into its starting phase; length per node = deregistration delay + detection - shutdown delay (140 + 20 - 129 = 31 s on AWS), gone once the shutdown delay exceeds deregistration plus detection.",
 		Source:     "OCPBUGS-86789 (NLB routed to an unhealthy target for 50 s and more); AWS Elastic Load Balancing docs, target groups: deregistration delay",
-		RuledOutBy: "Failures on reused connections absent, failures on apiservers other than the rolled one, or failures while no node is rolling.",
+		RuledOutBy: "Failures within the LB's detection after the node's SIGTERM (the apiserver was still listening then), failures on apiservers other than the rolled one, or while no node is rolling.",
 	},
 	{
 		Name: "reset-on-unhealthy", Profile: true,
 		Summary:     "The LB resets every established connection to a target when it turns unhealthy; idle keep-alive connections die and net/http retries most of them, so a few reused-connection requests fail per node.",
-		Fingerprint: []Check{everyBackend(), classes(0.8, results.ClassReset, results.ClassEOF), connectionShare(results.ReusedConnections, 0.8, false), fewPerPoller(2), phases(0.6, "terminating"), servedByRolled(0.6)},
+		Fingerprint: []Check{classes(0.8, results.ClassReset, results.ClassEOF), connectionShare(results.ReusedConnections, 0.5, false), fewPerPoller(2), phases(0.6, "terminating"), sigterm(0.6, true), servedByRolled(0.6)},
 		Timing:      "10-20 s after each node's SIGTERM (the LB's detection), in its terminating phase; at most about one failed request per reused poller per node, independent of the shutdown delay.",
 		Source:      "kubernetes-sigs/cluster-api-provider-aws #5475 (NLB target_health_state.unhealthy.connection_termination); AWS Elastic Load Balancing docs, target group attributes",
 		RuledOutBy:  "Failures on new connections, or many failures per poller.",
@@ -84,7 +84,7 @@ var catalogue = []Mechanism{
 	{
 		Name: "blackhole", Profile: true,
 		Summary:     "Packets between the LB and a stopped apiserver are dropped instead of refused, and the LB still routes new connections there: their TLS handshakes go unanswered.",
-		Fingerprint: []Check{everyBackend(), classes(0.6, unanswered...), connectionShare(results.NewConnections, 0.8, false), cacheToo(), phases(0.6, "terminating", "starting"), servedByRolled(0.6), verdicts(0.6, false, VerdictNotReceived)},
+		Fingerprint: []Check{everyBackend(), classes(0.6, unanswered...), connectionShare(results.NewConnections, 0.8, false), cacheToo(), phases(0.6, "terminating", "starting"), sigterm(0.6, false), servedByRolled(0.6), verdicts(0.6, false, VerdictNotReceived)},
 		Timing:      "From the rolled apiserver's stop until the LB stops routing to it (starting phase, end of terminating); length set by the late-routing window, not by the header timeout.",
 		Source:      "OCPBUGS-86789's late routing; kubernetes-sigs/aws-load-balancer-controller docs (NLB target health and connection handling)",
 		RuledOutBy:  "Header timeouts (the handshake completed), refusals instead of silence, or failures on apiservers that were not stopped.",
@@ -92,7 +92,7 @@ var catalogue = []Mechanism{
 	{
 		Name: "short-shutdown-delay", Profile: true,
 		Summary:     "kube-apiserver's shutdown delay is shorter than the LB's detection: the apiserver stops listening while the LB still routes new connections to it, which are refused.",
-		Fingerprint: []Check{everyBackend(), classes(0.8, refusals...), connectionShare(results.NewConnections, 0.8, false), cacheToo(), phases(0.6, "terminating"), servedByRolled(0.6), verdicts(0.6, false, VerdictNotReceived)},
+		Fingerprint: []Check{everyBackend(), classes(0.8, refusals...), connectionShare(results.NewConnections, 0.8, false), cacheToo(), phases(0.6, "terminating"), sigterm(0.8, true), servedByRolled(0.6), verdicts(0.6, false, VerdictNotReceived)},
 		Timing:      "In each rolled node's terminating phase, from SIGTERM + shutdown delay until the LB marks it unhealthy; length per node = detection - shutdown delay (20 s with a 0 s delay on AWS), none once the delay exceeds the detection.",
 		Source:      "openshift/cluster-kube-apiserver-operator pkg/operator/configobservation/apiserver/observe_termination_duration.go (SingleReplica: 0 s); k8s.io/apiserver pkg/server/options/server_run_options.go (--shutdown-delay-duration)",
 		RuledOutBy:  "Failures on reused connections only, failures after the node's process exited, or on apiservers that were not rolling.",
@@ -100,7 +100,7 @@ var catalogue = []Mechanism{
 	{
 		Name: "early-healthy", Profile: true,
 		Summary:     "The LB checks TCP connect instead of /readyz and a restarting apiserver stays registered: it takes traffic before it can answer (503, 429) and after its listener closed (resets).",
-		Fingerprint: []Check{everyBackend(), classes(0.8, answeredEarly...), atLeast(0.2, notReady...), phases(0.6, "starting", "ready"), servedByRolled(0.6), verdicts(0.6, false, VerdictAnswered)},
+		Fingerprint: []Check{everyBackend(), classes(0.8, answeredEarly...), atLeast(0.2, notReady...), phases(0.6, "terminating", "starting"), sigterm(0.6, false), servedByRolled(0.6), verdicts(0.6, false, VerdictAnswered)},
 		Timing:      "At each restarted node's start (starting phase, just before ready); length = the new apiserver's warm-up, independent of the shutdown delay.",
 		Source:      "AWS Elastic Load Balancing docs, target group health checks (TCP default); k8s.io/apiserver pkg/server/healthz (a fresh kube-apiserver answers 503 until /readyz is 200)",
 		RuledOutBy:  "No 503/429 answers, or failures while no apiserver is starting.",

@@ -168,6 +168,30 @@ func phases(min float64, ps ...string) Check {
 	}}
 }
 
+// sigterm asks for a share of failed requests sent within the LB's
+// detection after their apiserver's node began terminating (early), or
+// later in its termination and restart (late).
+func sigterm(min float64, early bool) Check {
+	key, words := "after-detection", "later than the LB's detection after their node's SIGTERM, before it was ready again"
+	if early {
+		key, words = "within-detection", "within the LB's detection after their node's SIGTERM"
+	}
+	return Check{Name: "offset from SIGTERM", Predicts: fmt.Sprintf("at least %s of failed requests %s", pct(min), words), eval: func(f *Figures) outcome {
+		if !f.Timeline {
+			return outcome{missing: MissingTimeline}
+		}
+		if !f.HasServedBy {
+			return outcome{missing: MissingServedBy}
+		}
+		var total int64
+		for _, n := range f.AfterSIGTERM {
+			total += n
+		}
+		s := ratio(f.AfterSIGTERM[key], total)
+		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of failed requests %s (%s; detection %s, %s)", pct(s), words, countList(f.AfterSIGTERM), f.Detection, f.DetectionFrom)}
+	}}
+}
+
 func servedByRolled(min float64) Check {
 	return Check{Name: "apiserver", Predicts: fmt.Sprintf("at least %s of failed requests went to the node being rolled", pct(min)), eval: func(f *Figures) outcome {
 		if !f.HasServedBy {

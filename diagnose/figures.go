@@ -65,6 +65,17 @@ type Figures struct {
 	// verdicts.
 	HasAttribution bool             `json:"hasAttribution"`
 	Verdicts       map[string]int64 `json:"verdicts"`
+	// Detection is how long the LB takes to stop routing to a target that
+	// fails its checks (interval x (unhealthy threshold + 1)), from the
+	// lab's knobs or else the installer's AWS health check (10 s x 2);
+	// DetectionFrom says which.
+	Detection     time.Duration `json:"detectionNs"`
+	DetectionFrom string        `json:"detectionFrom"`
+	// AfterSIGTERM counts failed requests by when they came relative to
+	// their apiserver's node starting to terminate: "within-detection"
+	// (before the LB could have noticed), "after-detection", or "outside"
+	// (the node was not terminating or starting then).
+	AfterSIGTERM map[string]int64 `json:"afterSigterm"`
 	// Lab names the lab profile when the folder is a lab run.
 	Lab string `json:"lab,omitempty"`
 	// Disrupted is the summed disruption of every poller.
@@ -106,12 +117,22 @@ func Measure(dir string) (*Figures, error) {
 		return nil, err
 	}
 	fig := &Figures{ByConn: map[results.ConnectionType]int64{}, Classes: map[results.ErrorClass]int64{},
-		Phases: map[string]int64{}, Servers: map[string]int64{}, ServedPhases: map[string]int64{}, Verdicts: map[string]int64{}, Samples: a.Samples}
+		Phases: map[string]int64{}, Servers: map[string]int64{}, ServedPhases: map[string]int64{}, AfterSIGTERM: map[string]int64{}, Verdicts: map[string]int64{}, Samples: a.Samples}
+	// The installer's NLB health check: 10 s interval, 2 failures
+	// (openshift/installer pkg/asset/manifests/aws/cluster.go).
+	fig.Detection, fig.DetectionFrom = 30*time.Second, "the installer's AWS health check, 10 s x 2"
 	if run, err := f.ReadRun(); err == nil && run != nil {
 		if l, ok := run.Extra["lab"].(map[string]any); ok {
 			fig.Lab = "healthy"
 			if p, ok := l["profile"].(string); ok && p != "" {
 				fig.Lab = p
+			}
+			if k, ok := l["knobs"].(map[string]any); ok {
+				iv, err1 := time.ParseDuration(fmt.Sprint(k["lb-health-interval"]))
+				n, err2 := strconv.Atoi(fmt.Sprint(k["lb-unhealthy-threshold"]))
+				if err1 == nil && err2 == nil && iv > 0 {
+					fig.Detection, fig.DetectionFrom = iv*time.Duration(n+1), fmt.Sprintf("the lab's health check, %s x %d", iv, n)
+				}
 			}
 		}
 	}
@@ -180,6 +201,7 @@ func Measure(dir string) (*Figures, error) {
 			fig.HasServedBy = true
 			fig.Servers[r.Node]++
 			fig.ServedPhases[phaseOf(tl, r.Node, r.Start)]++
+			fig.AfterSIGTERM[fig.sinceSIGTERM(tl, r.Node, r.Start)]++
 			if rolled := rolledAt(ps, r.Poller, r.Start); rolled != "" && rolled == r.Node {
 				fig.ToRolled++
 			} else {
@@ -194,6 +216,7 @@ func Measure(dir string) (*Figures, error) {
 					fig.HasServedBy = true
 					fig.Servers[node] += n
 					fig.ServedPhases[phaseOf(tl, node, p.From)] += n
+					fig.AfterSIGTERM[fig.sinceSIGTERM(tl, node, p.From)] += n
 					if p.Node != "" && node == p.Node {
 						fig.ToRolled += n
 					} else {
@@ -218,6 +241,23 @@ func phaseOf(tl *report.Timeline, node string, t time.Time) string {
 		}
 	}
 	return string(report.NodePending)
+}
+
+// sinceSIGTERM says when t came relative to node's termination start in the
+// iteration under way.
+func (f *Figures) sinceSIGTERM(tl *report.Timeline, node string, t time.Time) string {
+	if it := tl.IterationAt(t); it != nil {
+		for _, w := range it.Nodes {
+			if w.Node != node || w.Terminating.IsZero() || t.Before(w.Terminating) || (!w.Ready.IsZero() && !t.Before(w.Ready)) {
+				continue
+			}
+			if t.Sub(w.Terminating) <= f.Detection {
+				return "within-detection"
+			}
+			return "after-detection"
+		}
+	}
+	return "outside"
 }
 
 // placements reads placements.json; a folder with a timeline but no
