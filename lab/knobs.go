@@ -90,7 +90,7 @@ var knobs = []Knob{
 			return nil
 		}},
 	durKnob("lb-late-deregistration", "keep routing new connections to a target this long after it turned unhealthy (0: off)", func(o *Options) *time.Duration { return &o.Faults.LB.LateDeregistration }),
-	boolKnob("lb-reset-on-unhealthy", "reset established connections when their target turns unhealthy", func(o *Options) *bool { return &o.Faults.LB.ResetOnUnhealthy }),
+	boolKnob("lb-reset-on-unhealthy", "reset established connections when their target turns unhealthy (an NLB's connection_termination, AWS's default true)", func(o *Options) *bool { return &o.Faults.LB.ResetOnUnhealthy }),
 	durKnob("lb-blackhole", "drop packets to a stopped target this long instead of refusing (0: off)", func(o *Options) *time.Duration { return &o.Faults.LB.Blackhole }),
 	boolKnob("keep-registered", "leave a restarting apiserver registered: the health check alone decides when it takes traffic", func(o *Options) *bool { return &o.Faults.KeepRegistered }),
 	durKnob("etcd-stall", "hold an apiserver's etcd traffic this long after its restart put it back in service (0: off)", func(o *Options) *time.Duration { return &o.Faults.EtcdStall }),

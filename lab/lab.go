@@ -71,6 +71,11 @@ type Lab struct {
 	stopErr  error
 	stopped  chan struct{}
 	faults   faultLog
+
+	// auditPolicy is the apiservers' audit policy file; kubeletClient
+	// their kubelet client certificate (empty without kubelet endpoints).
+	auditPolicy   string
+	kubeletClient pki.KubeletClient
 }
 
 // Start builds or locates the binaries, generates the PKI, starts etcd, the
@@ -149,6 +154,9 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		n := newNode(l, name, port, px)
 		l.nodes = append(l.nodes, n)
 		targets = append(targets, lb.Target{Name: name, Addr: n.addr()})
+	}
+	if err := l.setupNodeLogs(); err != nil {
+		return nil, err
 	}
 
 	hc := opts.Health
@@ -240,6 +248,9 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		return nil, err
 	}
 	if err := l.waitPodsReady(wctx); err != nil {
+		return nil, err
+	}
+	if err := l.registerKubelets(wctx); err != nil {
 		return nil, err
 	}
 
@@ -442,6 +453,7 @@ func (l *Lab) Stop() error {
 		if l.lb != nil {
 			_ = l.lb.Close()
 		}
+		l.closeKubelets()
 		if l.recFile != nil {
 			_ = l.recFile.Close()
 		}

@@ -38,6 +38,8 @@ type Node struct {
 	changed  chan struct{} // kubelet wake-up, buffered 1
 	loopsRun bool
 	readers  sync.WaitGroup
+	// kubelet is the node's /logs/ endpoint (nil without one).
+	kubelet *kubeletEndpoint
 }
 
 // ProcessRecord is one kube-apiserver process's life as the lab observed it.
@@ -174,6 +176,8 @@ func (n *Node) args() []string {
 	if t := o.Faults.EtcdCheckTimeout; t > 0 {
 		args = append(args, "--etcd-healthcheck-timeout="+t.String(), "--etcd-readycheck-timeout="+t.String())
 	}
+	args = append(args, n.auditArgs()...)
+	args = append(args, n.lab.kubeletArgs()...)
 	return append(args, o.ExtraAPIServerArgs...)
 }
 

@@ -27,9 +27,10 @@ type Profile struct {
 // profile is expected to show.
 var profiles = []Profile{
 	{
-		Name:   "healthy",
-		Models: "The lab as OpenShift ships on AWS: 129 s shutdown delay against 20 s of LB detection (10 s x 2), restarted apiservers held out until warm. A rollout should measure no disruption.",
-		Source: "openshift/cluster-kube-apiserver-operator observe_termination_duration.go (129 s); openshift/installer pkg/asset/manifests/aws/cluster.go (health check)",
+		Name: "healthy",
+		Models: "The lab as OpenShift ships on AWS: 129 s shutdown delay against 20 s of LB detection (10 s x 2), the NLB resetting established connections to a target that turns unhealthy (its default), restarted apiservers held out until warm. " +
+			"A rollout should measure no disruption: kube-apiserver answers Connection: close while it drains, so the pollers have left the stopping apiserver before the reset (which still cuts watches).",
+		Source: "openshift/cluster-kube-apiserver-operator observe_termination_duration.go (129 s); openshift/installer pkg/asset/manifests/aws/cluster.go (health check); AWS ELB docs, NLB target group attributes (connection_termination default true)",
 	},
 	{
 		Name: "late-deregistration",
@@ -40,16 +41,9 @@ var profiles = []Profile{
 		Settings: []string{"lb-late-deregistration=140s"},
 	},
 	{
-		Name: "reset-on-unhealthy",
-		Models: "The LB resets every established connection to a target when it turns unhealthy (10-20 s after SIGTERM). Pollers' keep-alive connections are idle between requests and net/http retries an idempotent GET whose reused connection dies before any answer, " +
-			"so at most one failed request per reused poller per node is expected; watches and in-flight long requests would be cut (not measured by the pollers).",
-		Source:   "kubernetes-sigs/cluster-api-provider-aws #5475 (NLB target_health_state.unhealthy.connection_termination)",
-		Settings: []string{"lb-reset-on-unhealthy=true"},
-	},
-	{
 		Name: "blackhole",
 		Models: "Packets between the LB and a stopped apiserver are dropped for 150 s instead of refused; with late routing (140 s, as late-deregistration) the LB still sends new connections there. A new connection's TLS handshake goes unanswered (TLS handshake timeout, not a header timeout: the apiserver never saw it). " +
-			"A keep-alive connection the stopped apiserver closed is not closed towards the client (its next request would time out on headers), but kube-apiserver answers Connection: close while it drains, so HTTP/1.1 pollers have left it before it stops. " +
+			"Established connections to it were reset when it turned unhealthy (the NLB's default), and kube-apiserver answers Connection: close while it drains, so no keep-alive connection is left to hang on headers. " +
 			"150 s is a guess: long enough to cover the whole late-routing window.",
 		Source:   "late-deregistration's routing (OCPBUGS-86789); packets lost between LB and target as the cause of handshake and header timeouts",
 		Settings: []string{"lb-blackhole=150s", "lb-late-deregistration=140s"},

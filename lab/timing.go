@@ -104,6 +104,11 @@ const (
 	AWSHealthTimeout  = 10 * time.Second
 )
 
+// AWSConnectionTermination is an NLB target group's default for
+// target_health_state.unhealthy.connection_termination.enabled: established
+// connections to a target are reset when it turns unhealthy.
+const AWSConnectionTermination = true
+
 // OptionsFor returns the lab's defaults on time scale t: three nodes and
 // OpenShift's AWS durations divided by t.Factor.
 func OptionsFor(t Timing) Options {
@@ -123,5 +128,12 @@ func OptionsFor(t Timing) Options {
 	o.Health.Timeout = t.Scale(AWSHealthTimeout)
 	o.Health.HealthyThreshold = 2
 	o.Health.UnhealthyThreshold = 2
+	// An NLB target group terminates established connections to a target
+	// that turns unhealthy unless told not to
+	// (target_health_state.unhealthy.connection_termination.enabled,
+	// default true: AWS Elastic Load Balancing docs, "Target group
+	// attributes for your Network Load Balancers"; the installer does not
+	// change it).
+	o.Faults.LB.ResetOnUnhealthy = AWSConnectionTermination
 	return o
 }

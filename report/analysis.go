@@ -3,8 +3,10 @@ package report
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,6 +66,8 @@ type Analysis struct {
 	TruncatedLast bool
 	// From and To bound the samples (first start, last end).
 	From, To time.Time
+	// Attribution is the folder's attribution.jsonl, nil without one.
+	Attribution *Attribution
 }
 
 // accumulator collects points per poller.
@@ -213,7 +217,21 @@ func pollerLess(a, b PollerSummary) bool {
 	if a.Backend != b.Backend {
 		return a.Backend < b.Backend
 	}
+	// The legacy name (external load balancer, HTTP/1.1) first, then each
+	// other vantage and protocol, new before reused within each.
+	la, lb := a.Name == results.PollerName(a.Backend, a.Connection), b.Name == results.PollerName(b.Backend, b.Connection)
+	if la != lb {
+		return la
+	}
+	if sa, sb := seriesOf(a), seriesOf(b); sa != sb {
+		return sa < sb
+	}
 	return a.Connection < b.Connection // "new" < "reused"
+}
+
+// seriesOf is a poller's name without its connection type.
+func seriesOf(p PollerSummary) string {
+	return strings.TrimSuffix(p.Name, "-"+string(p.Connection)+"-connections")
 }
 
 // Analyze derives intervals and per-poller figures from samples given in
@@ -340,6 +358,10 @@ func LoadSamples(path string) (*Analysis, error) {
 	}
 	a := total.finish()
 	a.TruncatedLast = truncated || st.TruncatedLast
+	// attribution.jsonl sits next to samples.jsonl (repro attribute).
+	if a.Attribution, err = LoadAttribution(filepath.Join(filepath.Dir(path), results.AttributionFile)); err != nil {
+		return nil, err
+	}
 	if a.Samples == 0 {
 		return a, fmt.Errorf("no samples in %s", path)
 	}

@@ -42,6 +42,7 @@ func htmlRun(d *folderData, label string, ps []Placement) (*htmlreport.Run, erro
 	if len(sb) > 0 {
 		in.ServedBy = sb.target
 	}
+	in.Verdict = a.Attribution.ByAuditID()
 	for _, p := range a.Pollers {
 		classes := map[string]int64{}
 		for c, n := range p.Classes {

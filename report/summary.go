@@ -96,6 +96,8 @@ func WriteSummary(w io.Writer, a *Analysis, run *results.Run) error {
 			iv.From.Format("15:04:05.000"), formatMs(iv.Duration()), iv.Name, kind, iv.Samples, open, iv.AuditID, oneLine(iv.Message, 160))
 	}
 	tw.Flush()
+	writeVantages(&b, a)
+	writeAttribution(&b, a.Attribution)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -16,6 +16,8 @@
 //	backend-disruption_<run id>.json
 //	                        derived: origin's BackendDisruptionList, by
 //	                        origin's rules (see package origin)
+//	attribution.jsonl       where each failed sample went, from the apiservers'
+//	                        audit logs (repro attribute)
 //
 // Derived files are rebuilt offline from samples.jsonl by report.Rebuild.
 package results
@@ -39,6 +41,9 @@ const (
 	IntervalsFile         = "intervals.json"
 	BackendDisruptionFile = "backend-disruption.json"
 	SummaryFile           = "summary.txt"
+	// AttributionFile holds one verdict per failed sample: where the
+	// request went, from the apiservers' audit logs (repro attribute).
+	AttributionFile = "attribution.jsonl"
 )
 
 // Run statuses recorded in run.json.

@@ -33,7 +33,10 @@ type Target struct {
 
 // Polling are the pollers' settings.
 type Polling struct {
-	Backends     []prober.Backend
+	Backends []prober.Backend
+	// Targets are the vantage points polled from (none: the config's
+	// server, the external load balancer).
+	Targets      []prober.Target
 	Interval     time.Duration
 	ProbeTimeout time.Duration
 	HTTP2        bool
@@ -54,10 +57,13 @@ type Session struct {
 	Iterations int
 	RunID      string
 	// Force goes on when preflight finds kube-apiserver not settled.
-	Force         bool
-	Polling       Polling
-	MaxDisruption time.Duration
-	Target        Target
+	Force   bool
+	Polling Polling
+	// ExtraPermissions are checked with the rollout's before anything
+	// changes (attribution's, the vantage points').
+	ExtraPermissions []trigger.Permission
+	MaxDisruption    time.Duration
+	Target           Target
 	// Yes is the user's consent, given up front (--yes), to roll out a live
 	// cluster.
 	Yes bool
@@ -126,6 +132,7 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 	}
 	if s.Scenario.Rollout {
 		perms := append([]trigger.Permission(nil), trigger.RolloutPermissions...)
+		perms = append(perms, s.ExtraPermissions...)
 		for _, b := range s.Polling.Backends {
 			perms = append(perms, trigger.BackendPermission(b.Path))
 		}
@@ -208,24 +215,48 @@ func (s *Session) checkedProber(ctx context.Context) (*prober.Prober, error) {
 			prober.WithInterval(s.Polling.Interval),
 			prober.WithProbeTimeout(s.Polling.ProbeTimeout),
 			prober.WithHTTP2(s.Polling.HTTP2),
+			prober.WithTargets(s.Polling.Targets...),
 			prober.WithLogger(s.Log))
 	}
 	pr, err := build(s.Polling.Backends)
 	if err != nil {
 		return nil, err
 	}
+	// A backend is kept when no vantage point found a problem with it; a
+	// vantage point (other than the default) that cannot be reached at all
+	// stops the session with one line for it.
 	var keep []prober.Backend
-	var problems []string
-	for _, c := range pr.CheckBackends(ctx) {
+	var problems, unreachable []string
+	bad := map[string]bool{}
+	seenTarget := map[string]bool{}
+	checks := pr.CheckBackends(ctx)
+	for _, c := range checks {
 		if ctx.Err() != nil {
 			pr.Close()
 			return nil, ctx.Err()
 		}
 		if c.Problem == "" {
-			keep = append(keep, c.Backend)
 			continue
 		}
+		if v := c.Sample.Vantage; v != "" && c.Sample.StatusCode == 0 {
+			where := strings.TrimSpace(v + " " + c.Sample.Target)
+			if !seenTarget[where] {
+				seenTarget[where] = true
+				unreachable = append(unreachable, fmt.Sprintf("vantage %s is unreachable: %s", where, c.Problem))
+			}
+			continue
+		}
+		bad[c.Backend.Name] = true
 		problems = append(problems, c.Problem)
+	}
+	if len(unreachable) > 0 {
+		pr.Close()
+		return nil, fmt.Errorf("%s (drop that --vantage, or run from where it is reachable)", strings.Join(unreachable, "; "))
+	}
+	for _, b := range s.Polling.Backends {
+		if !bad[b.Name] {
+			keep = append(keep, b)
+		}
 	}
 	if len(problems) == 0 {
 		return pr, nil

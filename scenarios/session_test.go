@@ -213,3 +213,40 @@ func TestSessionProbe(t *testing.T) {
 		}
 	}
 }
+
+// A vantage point that cannot be reached is one line before anything is
+// measured; a backend refused at one vantage point is dropped at every one.
+func TestUnreachableVantageIsOneLine(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/version":
+			w.Write([]byte(`{"gitVersion":"v1.34.4"}`))
+		case strings.HasPrefix(r.URL.Path, "/apis/config.openshift.io"):
+			http.NotFound(w, r)
+		default:
+			w.Write([]byte(`{"kind":"List"}`))
+		}
+	}))
+	defer srv.Close()
+	closed := httptest.NewTLSServer(http.NotFoundHandler())
+	gone := closed.URL
+	closed.Close()
+	bs, _ := prober.LookupBackends([]string{"kube-api", "cache-kube-api"})
+	var out bytes.Buffer
+	s := &Session{
+		Log: zap.NewNop(), Command: "probe", Args: []string{"repro", "probe"}, Scenario: Scenario{Name: "baseline"},
+		Timings: Timings{Baseline: 200 * time.Millisecond},
+		Polling: Polling{Backends: bs, Interval: 20 * time.Millisecond, ProbeTimeout: time.Second,
+			Targets: []prober.Target{{}, {Vantage: "direct", Node: "master-0", URL: srv.URL}, {Vantage: "direct", Node: "master-1", URL: gone}}},
+		Target: Target{Config: &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Live: true},
+		Out:    &out,
+	}
+	f, err := results.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Run(context.Background(), f)
+	if err == nil || !strings.HasPrefix(err.Error(), "vantage direct master-1 is unreachable: kube-api: cannot reach "+gone) || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "master-0") {
+		t.Errorf("error %v, want one line naming direct master-1 only", err)
+	}
+}

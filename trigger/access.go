@@ -17,9 +17,11 @@ import (
 // terms of a SelfSubjectAccessReview: a resource verb (Group, Resource,
 // optionally Namespace and Name) or a GET of a non-resource URL.
 type Permission struct {
-	Verb           string
-	Group          string
-	Resource       string
+	Verb     string
+	Group    string
+	Resource string
+	// Subresource, e.g. "proxy" of nodes/proxy.
+	Subresource    string
 	Namespace      string
 	Name           string
 	NonResourceURL string
@@ -34,6 +36,9 @@ func (p Permission) String() string {
 		return p.Verb + " " + p.NonResourceURL
 	}
 	r := p.Resource
+	if p.Subresource != "" {
+		r += "/" + p.Subresource
+	}
 	if p.Group != "" {
 		r += "." + p.Group
 	}
@@ -64,6 +69,22 @@ var RolloutPermissions = []Permission{
 	{Verb: "get", Group: "config.openshift.io", Resource: "clusterversions", Name: "version", Why: "labelling the run with the OpenShift version"},
 	{Verb: "get", Group: "config.openshift.io", Resource: "infrastructures", Name: "cluster", Why: "labelling the run with the platform and topology"},
 	{Verb: "get", Group: "config.openshift.io", Resource: "clusteroperators", Name: "kube-apiserver", Why: "preflight: the operator is settled"},
+}
+
+// AttributionPermissions is what "repro attribute" (and run --attribute)
+// reads: the control-plane nodes, and their audit logs through the node logs
+// API, /api/v1/nodes/NODE/proxy/logs/... (what "oc adm node-logs" needs).
+var AttributionPermissions = []Permission{
+	{Verb: "list", Resource: "nodes", Why: "attribution: the control-plane nodes whose audit logs to read"},
+	{Verb: "get", Resource: "nodes", Subresource: "proxy", Why: "attribution: the audit logs, through the node logs API"},
+}
+
+// VantagePermissions is what resolving --vantage internal-lb and direct reads:
+// the Infrastructure's internal API URL and the apiservers' endpoints.
+var VantagePermissions = []Permission{
+	{Verb: "get", Group: "config.openshift.io", Resource: "infrastructures", Name: "cluster", Why: "--vantage internal-lb: status.apiServerInternalURI"},
+	{Verb: "get", Group: "discovery.k8s.io", Resource: "endpointslices", Namespace: "default", Why: "--vantage direct: the default/kubernetes EndpointSlice"},
+	{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices", Namespace: "default", Why: "--vantage direct: the default/kubernetes EndpointSlice"},
 }
 
 // BackendPermission is what polling the API path (with its query) needs:
@@ -114,7 +135,7 @@ func (p Permission) review() *authorizationv1.SelfSubjectAccessReview {
 		r.Spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: p.NonResourceURL, Verb: p.Verb}
 	} else {
 		r.Spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
-			Verb: p.Verb, Group: p.Group, Resource: p.Resource, Namespace: p.Namespace, Name: p.Name,
+			Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource, Namespace: p.Namespace, Name: p.Name,
 		}
 	}
 	return r
@@ -168,7 +189,11 @@ func ClusterRoleYAML(name string, perms []Permission) ([]byte, error) {
 	verbs := map[key][]string{}
 	var order []key
 	for _, p := range perms {
-		k := key{p.Group, p.Resource, p.Name, p.NonResourceURL}
+		res := p.Resource
+		if p.Subresource != "" {
+			res += "/" + p.Subresource
+		}
+		k := key{p.Group, res, p.Name, p.NonResourceURL}
 		if _, ok := verbs[k]; !ok {
 			order = append(order, k)
 		}

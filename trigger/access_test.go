@@ -136,3 +136,22 @@ func TestClusterRoleGrantsWhatTheCheckAsks(t *testing.T) {
 		t.Errorf("kind %q", role.Kind)
 	}
 }
+
+// The node logs API is the nodes/proxy subresource: asked as such in the
+// review, granted as such in the ClusterRole.
+func TestSubresourcePermission(t *testing.T) {
+	p := AttributionPermissions[1]
+	if p.String() != "get nodes/proxy" {
+		t.Errorf("String: %q", p.String())
+	}
+	if ra := p.review().Spec.ResourceAttributes; ra == nil || ra.Resource != "nodes" || ra.Subresource != "proxy" || ra.Verb != "get" {
+		t.Errorf("review attributes %+v", ra)
+	}
+	y, err := ClusterRoleYAML("repro", AttributionPermissions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(y), "- nodes/proxy\n") || !strings.Contains(string(y), "- nodes\n") {
+		t.Errorf("ClusterRole:\n%s", y)
+	}
+}

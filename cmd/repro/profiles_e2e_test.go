@@ -165,7 +165,8 @@ func servedByRolledNode(t *testing.T, pr profileRun) {
 }
 
 func TestProfileEtcdStall(t *testing.T) {
-	pr := runProfile(t, "etcd-stall")
+	pr := runProfile(t, "etcd-stall", "--attribute")
+	checkAttributionEtcdStall(t, pr.dir)
 	if len(pr.faults) != 1 || pr.faults[0].Node != "master-1" || len(pr.faults[0].Nodes) != 1 {
 		t.Fatalf("fault windows %+v, want one stall of master-1's link", pr.faults)
 	}
@@ -235,30 +236,6 @@ func TestProfileLateDeregistration(t *testing.T) {
 	}
 }
 
-func TestProfileResetOnUnhealthy(t *testing.T) {
-	pr := runProfile(t, "reset-on-unhealthy")
-	// New connections are not established when the target turns unhealthy:
-	// untouched. Reused ones are reset between requests, and net/http retries
-	// a GET whose reused connection dies before an answer: at most one
-	// failed request per reused poller per rolled node (three), plus the
-	// healthy lab's instant at a listener's close.
-	for _, p := range pr.a.Pollers {
-		limit := int64(1)
-		if p.Connection == results.ReusedConnections {
-			limit = 3 + 1
-		}
-		if p.Failures > limit {
-			t.Errorf("%s: %d failures, the mechanism predicts at most %d", p.Name, p.Failures, limit)
-		}
-	}
-	onlyClasses(t, pr, results.ClassReset, results.ClassEOF, results.ClassHTTP429)
-	// The mechanism acted: the LB reset established connections.
-	recs := readLBResets(t, pr.dir)
-	if recs == 0 {
-		t.Error("the load balancer reset no connection on an unhealthy transition")
-	}
-}
-
 // readLBResets counts connections the LB closed with a reset on a health
 // transition.
 func readLBResets(t *testing.T, dir string) int {
@@ -283,7 +260,8 @@ func readLBResets(t *testing.T, dir string) int {
 }
 
 func TestProfileBlackhole(t *testing.T) {
-	pr := runProfile(t, "blackhole")
+	pr := runProfile(t, "blackhole", "--attribute")
+	checkAttributionBlackhole(t, pr.dir)
 	// A reused connection the stopping apiserver closed is kept open towards
 	// the client: its next request times out waiting for headers. New
 	// connections late-routed there go unanswered in the TLS handshake:
@@ -317,7 +295,8 @@ func TestProfileBlackhole(t *testing.T) {
 // real and short, so a 1 ms limit must fail the run with exit 3 and a
 // failing junit case.
 func TestProfileShortShutdownDelay(t *testing.T) {
-	pr := runProfileExit(t, "short-shutdown-delay", exitOverLimit, "--max-disruption", "1ms")
+	pr := runProfileExit(t, "short-shutdown-delay", exitOverLimit, "--max-disruption", "1ms", "--attribute")
+	checkAttributionShortShutdownDelay(t, pr.dir)
 	junit, err := os.ReadFile(filepath.Join(pr.dir, report.JUnitFile))
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,9 @@ func newRBACCmd(o *rootOptions) *cobra.Command {
 		Long: `Print the ClusterRole that grants exactly what "repro run --scenario
 apiserver-rollout" checks before it changes anything: the preflight reads, the
 patch of kubeapiservers/cluster, the watches that follow the rollout, and a
-GET of every backend polled. It is generated from the same table as the
+GET of every backend polled; and what --attribute and "repro attribute" read
+(nodes, and nodes/proxy for the audit logs) and what --vantage resolves
+(infrastructures/cluster, EndpointSlices in default). It is generated from the same table as the
 check, so the two cannot drift. Bind it with
   oc create clusterrolebinding repro --clusterrole=repro --user=<user>`,
 		Args: cobra.NoArgs,
@@ -31,6 +33,8 @@ check, so the two cannot drift. Bind it with
 				return fmt.Errorf("--backends: %w", err)
 			}
 			perms := append([]trigger.Permission(nil), trigger.RolloutPermissions...)
+			perms = append(perms, trigger.AttributionPermissions...)
+			perms = append(perms, trigger.VantagePermissions...)
 			for _, b := range bs {
 				perms = append(perms, trigger.BackendPermission(b.Path))
 			}

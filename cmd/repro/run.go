@@ -14,12 +14,14 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/repro-tools/repro/attribute"
 	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
 	"github.com/repro-tools/repro/scenarios"
 	"github.com/repro-tools/repro/trigger"
+	"github.com/repro-tools/repro/vantage"
 )
 
 func init() { subcommands = append(subcommands, newRunCmd, newScenariosCmd) }
@@ -39,6 +41,8 @@ type runOptions struct {
 	baseline      time.Duration
 	coolDown      time.Duration
 	followTimeout time.Duration
+	attribute     bool
+	vantages      []string
 	polling       pollingFlags
 	lab           labFlags
 }
@@ -114,6 +118,11 @@ Results go to --out: samples.jsonl, events.jsonl, intervals.json,
 backend-disruption.json, placements.json, junit.xml, summary.txt, which
 says where every disruption sits in the rollout, and repro.log.
 
+--attribute then reads the control-plane nodes' audit logs and says where
+each failed request went (attribution.jsonl; see "repro attribute").
+--vantage (repeatable) polls from more places than the external load
+balancer: internal-lb, direct (each apiserver), service-network (in-cluster).
+
 Exit codes: 0 done within limits, 3 disruption over --max-disruption,
 130 interrupted (partial results kept), 1 any other error.`,
 		Args: cobra.NoArgs,
@@ -132,6 +141,8 @@ Exit codes: 0 done within limits, 3 disruption over --max-disruption,
 	f.DurationVar(&ro.baseline, "baseline", 0, "polling before the first trigger (default 60s live, 10s on the lab)")
 	f.DurationVar(&ro.coolDown, "cool-down", 0, "polling after each rollout completes (default 60s live, 10s on the lab)")
 	f.DurationVar(&ro.followTimeout, "follow-timeout", 0, "limit for one rollout to complete (default 60m live, 5m on the fast lab, 50m at --lab-timing aws)")
+	f.BoolVar(&ro.attribute, "attribute", false, "after the run, say where each failed request went from the audit logs (as \"repro attribute\")")
+	f.StringArrayVar(&ro.vantages, "vantage", nil, "where to poll from, repeatable: "+strings.Join(vantage.Names, ", ")+" (default external-lb)")
 	ro.polling.bind(f)
 	ro.lab.bind(cmd)
 	// A run keeps the load balancer's records in its results folder.
@@ -198,6 +209,10 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		return err
 	}
 	labOpts, err := ro.lab.options()
+	if err != nil {
+		return err
+	}
+	vantages, err := vantage.Parse(ro.vantages)
 	if err != nil {
 		return err
 	}
@@ -310,6 +325,12 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		session.Confirm = terminalConfirm(cmd)
 	}
 
+	if err := setVantages(ctx, session, theLab, vantages, ro.attribute); err != nil {
+		logFile()
+		folder.RemoveIfEmpty()
+		return err
+	}
+
 	view := newRolloutView(sc.Rollout)
 	session.OnEvent = view.observe
 	session.Progress = func(pr *prober.Prober, total time.Duration) (*zap.Logger, func()) {
@@ -326,7 +347,58 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		}
 		return runErr
 	}
+	if ro.attribute {
+		// On the lab this runs before the lab stops: its kubelet
+		// endpoints serve the audit logs.
+		timeout := attribute.DefaultRequestTimeout
+		if theLab != nil {
+			timeout = theLab.RequestTimeout()
+		}
+		if err := attributeRun(ctx, out, session.Target.Config, folder.Dir(), timeout, log); err != nil {
+			log.Warn("attribution failed; rerun \"repro attribute "+folder.Dir()+"\"", zap.Error(err))
+		}
+	}
 	return finishRun(out, folder, run, runErr, ro.maxDisruption)
+}
+
+// setVantages resolves the vantage points into the pollers' targets (on the
+// lab, direct is each apiserver's own port) and adds what they and
+// attribution read to the permissions checked before a live rollout.
+func setVantages(ctx context.Context, s *scenarios.Session, l *lab.Lab, names []string, attribute bool) error {
+	if attribute && l == nil {
+		s.ExtraPermissions = append(s.ExtraPermissions, trigger.AttributionPermissions...)
+	}
+	if len(names) == 1 && names[0] == vantage.ExternalLB {
+		return nil
+	}
+	var targets []prober.Target
+	if l != nil {
+		for _, n := range names {
+			switch n {
+			case vantage.ExternalLB:
+				targets = append(targets, prober.Target{})
+			case vantage.Direct:
+				host := strings.TrimPrefix(l.URL(), "https://")
+				host = host[:strings.LastIndex(host, ":")]
+				for _, node := range l.Nodes() {
+					targets = append(targets, prober.Target{Vantage: vantage.Direct, Node: node.Name(), URL: node.URL(), ServerName: host})
+				}
+			default:
+				return fmt.Errorf("--vantage %s: the lab has only its load balancer (external-lb) and its apiservers' own ports (direct)", n)
+			}
+		}
+	} else {
+		c, err := vantage.NewClients(s.Target.Config)
+		if err != nil {
+			return err
+		}
+		if targets, err = vantage.Resolve(ctx, c, s.Target.Config.Host, names); err != nil {
+			return err
+		}
+		s.ExtraPermissions = append(s.ExtraPermissions, trigger.VantagePermissions...)
+	}
+	s.Polling.Targets = targets
+	return nil
 }
 
 // liveTarget is the named cluster's configuration.

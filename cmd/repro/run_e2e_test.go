@@ -201,7 +201,7 @@ func TestRunRolloutOnTheLab(t *testing.T) {
 	if err := os.WriteFile(found, []byte(foundKubeconfigYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res := reproEnv(t, ctx, env, append([]string{"run", "--scenario", "apiserver-rollout", "--out", out}, labArgs...)...)
+	res := reproEnv(t, ctx, env, append([]string{"run", "--scenario", "apiserver-rollout", "--out", out, "--attribute"}, labArgs...)...)
 	noLabProcesses(t, labDir)
 	if res.code != 0 {
 		t.Fatalf("exit %d, want 0", res.code)
@@ -235,6 +235,18 @@ func TestRunRolloutOnTheLab(t *testing.T) {
 	}
 	if n := strings.Count(res.stderr, "INFO\tlab"); n > 0 {
 		t.Errorf("%d lines of the lab's chatter on the screen, want them in repro.log", n)
+	}
+
+	// Nothing failed, so nothing to attribute, and the summary says so.
+	checkAttributionHealthy(t, out)
+
+	// AWS's connection termination acted (the load balancer reset
+	// connections to each apiserver that turned unhealthy: the lab's own
+	// watches) and cost the pollers nothing, as the healthy profile
+	// predicts: they had left the draining apiserver on its Connection:
+	// close.
+	if n := readLBResets(t, out); n == 0 {
+		t.Error("the load balancer reset no established connection when a target turned unhealthy (AWS's connection termination)")
 	}
 
 	// Three node restarts, one at a time, in order, each to revision 2.

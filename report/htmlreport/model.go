@@ -33,6 +33,10 @@ type Run struct {
 	// ServedBy names the apiserver (node) the lab load balancer sent the
 	// connection from localAddr to at t; nil or "" when unknown.
 	ServedBy func(localAddr string, t time.Time) string
+	// Verdict says where a failed request went (attribution.jsonl: its
+	// verdict, node and detail), "" when not attributed; nil without
+	// attribution.
+	Verdict func(auditID string) string
 	// TruncatedLast says samples.jsonl ended in a cut-off line.
 	TruncatedLast bool
 	// Sections are preformatted text sections shown below the gaps (the
@@ -178,6 +182,9 @@ type Lane struct {
 	// runs; in large runs only failed and slow samples and those next to a
 	// disruption keep theirs (the rest are in samples.jsonl by seq).
 	Audit map[int]string `json:"audit"`
+	// Verdict maps a failed sample's index to where it went (repro
+	// attribute), absent without attribution.
+	Verdict map[int]string `json:"verdict,omitempty"`
 	// AllAudit says Audit holds every sample's ID.
 	AllAudit bool `json:"allAudit"`
 	// Bars are the poller's disruption intervals.
@@ -312,6 +319,7 @@ func BuildRun(in *Run, classes []string, t0 time.Time) (*RunData, error) {
 		n                     int16
 		err                   int
 		audit                 string
+		verdict               string
 	}
 	rows := map[string][]raw{}
 	errIdx := map[string]int{}
@@ -360,6 +368,9 @@ func BuildRun(in *Run, classes []string, t0 time.Time) (*RunData, error) {
 				errIdx[msg] = i
 			}
 			r.err = i
+			if in.Verdict != nil && s.AuditID != "" {
+				r.verdict = in.Verdict(s.AuditID)
+			}
 		}
 		if in.ServedBy != nil && s.LocalAddr != "" {
 			if srv := in.ServedBy(s.LocalAddr, s.Start); srv != "" {
@@ -438,6 +449,12 @@ func BuildRun(in *Run, classes []string, t0 time.Time) (*RunData, error) {
 			l.C[i], l.S[i], l.R[i], l.N[i] = r.c, r.s, r.r, r.n
 			if r.err >= 0 {
 				l.Err[i] = r.err
+			}
+			if r.verdict != "" {
+				if l.Verdict == nil {
+					l.Verdict = map[int]string{}
+				}
+				l.Verdict[i] = r.verdict
 			}
 		}
 		l.Bars = barsOf[name]

@@ -596,6 +596,7 @@
     const a = l.audit[i];
     h += "<tr><td class=k>audit ID</td><td class=mono>" + (a ? esc(a) : "<span class=none>not embedded (large run): seq " + l.Seq[i] + " in samples.jsonl</span>") + "</td></tr>";
     if (l.err[i] !== undefined) h += "<tr><td class=k>error</td><td class=err>" + esc(run.errors[l.err[i]]) + "</td></tr>";
+    if (l.verdict && l.verdict[i]) h += "<tr><td class=k>where it went</td><td>" + esc(l.verdict[i]) + "</td></tr>";
     h += "</table>";
     return h;
   }
