@@ -44,7 +44,7 @@ const (
 )
 
 // catalogue lists every mechanism: the lab profiles' first, in
-// lab/profiles.go's order, then the field hypotheses. The shares a check
+// lab/profiles.go's order, then the field hypotheses (reset-on-unhealthy was a profile; it is now the lab's default LB behaviour). The shares a check
 // asks for are the fraction of failed samples (or of placed intervals) a
 // mechanism that explains the gap must account for; 0.8 where it should be
 // nearly all of them, lower where the mechanism mixes with its own side
@@ -74,8 +74,8 @@ var catalogue = []Mechanism{
 		RuledOutBy: "Failures within the LB's detection after the node's SIGTERM (the apiserver was still listening then), failures on apiservers other than the rolled one, or while no node is rolling.",
 	},
 	{
-		Name: "reset-on-unhealthy", Profile: true,
-		Summary:     "The LB resets every established connection to a target when it turns unhealthy; idle keep-alive connections die and net/http retries most of them, so a few reused-connection requests fail per node.",
+		Name:        "reset-on-unhealthy",
+		Summary:     "The LB resets every established connection to a target when it turns unhealthy (the NLB's default, so the lab's too); a keep-alive connection still open to the draining apiserver dies and net/http retries most such GETs, so at most a few reused-connection requests fail per node.",
 		Fingerprint: []Check{classes(0.8, results.ClassReset, results.ClassEOF), connectionShare(results.ReusedConnections, 0.5, false), fewPerPoller(2), phases(0.6, "terminating"), sigterm(0.6, true), servedByRolled(0.6)},
 		Timing:      "10-20 s after each node's SIGTERM (the LB's detection), in its terminating phase; at most about one failed request per reused poller per node, independent of the shutdown delay.",
 		Source:      "kubernetes-sigs/cluster-api-provider-aws #5475 (NLB target_health_state.unhealthy.connection_termination); AWS Elastic Load Balancing docs, target group attributes",

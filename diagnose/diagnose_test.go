@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -251,8 +252,16 @@ func TestAggregatedOnly(t *testing.T) {
 // Every mechanism cites a source, says what rules it out and predicts
 // something testable.
 func TestCatalogue(t *testing.T) {
+	for _, name := range lab.ProfileNames() {
+		if m, ok := Lookup(name); !ok || !m.Profile {
+			t.Errorf("lab profile %s has no catalogue entry marked as a profile", name)
+		}
+	}
 	seen := map[string]bool{}
 	for _, m := range Catalogue() {
+		if m.Profile && !slices.Contains(lab.ProfileNames(), m.Name) {
+			t.Errorf("%s is marked as a lab profile, which the lab does not have", m.Name)
+		}
 		if seen[m.Name] {
 			t.Errorf("duplicate %s", m.Name)
 		}

@@ -16,9 +16,9 @@ import (
 	"github.com/repro-tools/repro/results"
 )
 
-// AttributionFile is the attribution helper's file in a results folder:
-// one verdict per failed sample (package attribute).
-const AttributionFile = "attribution.jsonl"
+// AttributionFile is attribution's file in a results folder: one verdict
+// per failed sample (package attribute).
+const AttributionFile = results.AttributionFile
 
 // Figures are what diagnose measures of a results folder, the evidence
 // every fingerprint is compared with.
