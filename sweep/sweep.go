@@ -122,6 +122,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("cannot create sweep folder %s: %v", o.Out, err)
 	}
 	res := &Result{Key: o.Key, Values: o.Values}
+	var firstErr error
 	for i, v := range o.Values {
 		p := Point{Value: v, Dir: PointDir(o.Out, o.Key, v)}
 		if ctx.Err() != nil {
@@ -146,11 +147,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if res.Interrupted {
 			break
 		}
+		// A first point that fails says the flags are wrong: the others
+		// would fail alike.
+		if i == 0 && p.Status == results.StatusFailed {
+			firstErr = fmt.Errorf("the first point failed (%s); fix the flags and run the sweep again", p.Error)
+			break
+		}
 	}
 	if err := analyse(res); err != nil {
 		return res, err
 	}
-	return res, write(o.Out, res)
+	if err := write(o.Out, res); err != nil {
+		return res, err
+	}
+	return res, firstErr
 }
 
 func logf(w io.Writer, format string, args ...any) {

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/results"
 	"github.com/repro-tools/repro/sweep"
 )
@@ -126,6 +128,9 @@ func parseSweepArgs(args []string) (sweep.Options, bool, error) {
 	var err error
 	if o.Key, o.Values, err = sweep.ParseSet(sets[0]); err != nil {
 		return o, false, err
+	}
+	if !slices.Contains(lab.KnobKeys(), o.Key) {
+		return o, false, fmt.Errorf("--lab-set %s: unknown lab knob %q; valid: %s", sets[0], o.Key, strings.Join(lab.KnobKeys(), ", "))
 	}
 	if o.Out == "" {
 		o.Out = results.DefaultDir("sweep", time.Now())
