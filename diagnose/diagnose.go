@@ -198,6 +198,17 @@ func WriteJSON(w io.Writer, r *Result) error {
 func WriteText(w io.Writer, r *Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Diagnosis: %s\n", r.Headline)
+	if len(r.Mechanisms) > 0 {
+		first := r.Mechanisms[0]
+		switch first.Verdict {
+		case Consistent:
+			fmt.Fprintf(&b, "  best fit: %s (consistent with every figure it was tested on)\n", first.Name)
+		case NotTestable:
+			fmt.Fprintf(&b, "  nothing fits for sure; nearest untested: %s (%s)\n", first.Name, strings.Join(first.Missing, "; "))
+		default:
+			fmt.Fprintf(&b, "  no mechanism in the catalogue fits every figure; nearest: %s (%d check(s) against: %s)\n", first.Name, len(first.Against), first.Against[0])
+		}
+	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  RANK\tMECHANISM\tVERDICT\tFOR\tAGAINST\tUNTESTED")
 	for _, a := range r.Mechanisms {
