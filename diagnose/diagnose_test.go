@@ -91,6 +91,15 @@ func TestAttributionIsRead(t *testing.T) {
 	if a.Verdict != Consistent || !slices.ContainsFunc(a.For, func(s string) bool { return strings.HasPrefix(s, "attribution: ") }) {
 		t.Fatalf("storage-stall-readyz-misses %s, for %v", a.Verdict, a.For)
 	}
+	// On the short shutdown delay, the refused requests never reached an
+	// apiserver: attribution's not-received supports the mechanism.
+	r2, err := Diagnose(filepath.Join("testdata", "short-shutdown-delay"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := assessment(t, r2, "short-shutdown-delay"); !slices.ContainsFunc(a.For, func(s string) bool { return strings.HasPrefix(s, "attribution: ") }) {
+		t.Fatalf("short-shutdown-delay: attribution not among the evidence for: %v", a.For)
+	}
 	// Without the file, the same folder cannot test it.
 	dir := copyFolder(t, filepath.Join("testdata", "etcd-stall-attributed"))
 	if err := os.Remove(filepath.Join(dir, AttributionFile)); err != nil {

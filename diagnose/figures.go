@@ -187,29 +187,10 @@ func Measure(dir string) (*Figures, error) {
 	for _, p := range ps {
 		fig.Phases[string(p.NodePhase)]++
 	}
-	recs, err := readAttribution(f.Path(AttributionFile))
-	if err != nil {
-		return nil, err
-	}
-	if recs != nil {
-		fig.HasAttribution = true
-		for _, r := range recs {
-			fig.Verdicts[r.Verdict]++
-			if r.Node == "" {
-				continue
-			}
-			fig.HasServedBy = true
-			fig.Servers[r.Node]++
-			fig.ServedPhases[phaseOf(tl, r.Node, r.Start)]++
-			fig.AfterSIGTERM[fig.sinceSIGTERM(tl, r.Node, r.Start)]++
-			if rolled := rolledAt(ps, r.Poller, r.Start); rolled != "" && rolled == r.Node {
-				fig.ToRolled++
-			} else {
-				fig.ToOther++
-			}
-		}
-	}
-	if !fig.HasServedBy {
+	// The lab LB's records name the apiserver of every connection, refused
+	// ones included; attribution names only those that logged the request,
+	// so its nodes stand in only where there are no LB records (live).
+	{
 		if _, err := os.Stat(f.Path(report.LBRecordsFile)); err == nil {
 			for _, p := range ps {
 				for node, n := range parseServedBy(p.ServedBy) {
@@ -223,6 +204,29 @@ func Measure(dir string) (*Figures, error) {
 						fig.ToOther += n
 					}
 				}
+			}
+		}
+	}
+	lbServed := fig.HasServedBy
+	recs, err := readAttribution(f.Path(AttributionFile))
+	if err != nil {
+		return nil, err
+	}
+	if recs != nil {
+		fig.HasAttribution = true
+		for _, r := range recs {
+			fig.Verdicts[r.Verdict]++
+			if r.Node == "" || lbServed {
+				continue
+			}
+			fig.HasServedBy = true
+			fig.Servers[r.Node]++
+			fig.ServedPhases[phaseOf(tl, r.Node, r.Start)]++
+			fig.AfterSIGTERM[fig.sinceSIGTERM(tl, r.Node, r.Start)]++
+			if rolled := rolledAt(ps, r.Poller, r.Start); rolled != "" && rolled == r.Node {
+				fig.ToRolled++
+			} else {
+				fig.ToOther++
 			}
 		}
 	}
