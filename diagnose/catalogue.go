@@ -32,7 +32,6 @@ var (
 	stopped       = []results.ErrorClass{results.ClassReset, results.ClassEOF, results.ClassConnectRefused, results.ClassConnectTimeout, results.ClassTLSHandshakeTimeout}
 	notReady      = []results.ErrorClass{results.ClassHTTP5xx, results.ClassHTTP429}
 	answeredEarly = []results.ErrorClass{results.ClassHTTP5xx, results.ClassHTTP429, results.ClassReset, results.ClassEOF, results.ClassTLS, results.ClassConnectRefused}
-	headerTimeout = []results.ErrorClass{results.ClassHeaderTimeout}
 )
 
 // Attribution verdicts (attribution.jsonl, package attribute).
@@ -108,7 +107,7 @@ var catalogue = []Mechanism{
 	{
 		Name: "etcd-stall", Profile: true,
 		Summary:     "One apiserver's link to etcd stalls right after its restart; /readyz keeps answering from its cached etcd check, so the LB keeps it in service and quorum reads sent there go unanswered.",
-		Fingerprint: []Check{classes(0.8, headerTimeout...), connectionShare(results.NewConnections, 0.6, false), quorumOnly(), phases(0.6, "ready"), servedByOne(0.8), verdicts(0.6, false, VerdictReceivedNotAnswered)},
+		Fingerprint: []Check{notAnswered(0.8), connectionShare(results.NewConnections, 0.6, false), quorumOnly(), phases(0.6, "ready"), servedByOne(0.8), verdicts(0.6, false, VerdictReceivedNotAnswered)},
 		Timing:      "After the stalled node's restart (its ready phase); length = stall - header timeout (60 - 27.2 = 32.8 s on AWS), none when the stall is shorter than the header timeout.",
 		Source:      "kubernetes staging/src/k8s.io/apiserver/pkg/storage/storagebackend/factory/etcd3.go (newETCD3Check caches and rate-limits the etcd check)",
 		RuledOutBy:  "Failures on cache-* pollers, failures spread over every apiserver, or answered requests (attribution).",
@@ -124,7 +123,7 @@ var catalogue = []Mechanism{
 	{
 		Name:        "storage-stall-readyz-misses",
 		Summary:     "Apiservers' storage (etcd) stalls without /readyz noticing, so quorum reads hang while watch-cache reads are served.",
-		Fingerprint: []Check{classes(0.8, headerTimeout...), quorumOnly(), verdicts(0.6, true, VerdictReceivedNotAnswered)},
+		Fingerprint: []Check{notAnswered(0.8), quorumOnly(), verdicts(0.6, true, VerdictReceivedNotAnswered)},
 		Timing:      "Any time; length = stall - header timeout, on whichever apiservers share the stalled storage.",
 		Source:      "kubernetes staging/src/k8s.io/apiserver/pkg/storage/storagebackend/factory/etcd3.go (cached etcd health check); kubernetes staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go (resourceVersion=0 lists served from the watch cache)",
 		RuledOutBy:  "Failures on cache-* pollers, or requests never received by any apiserver.",
@@ -132,7 +131,7 @@ var catalogue = []Mechanism{
 	{
 		Name:        "shared-stall",
 		Summary:     "Something every apiserver shares (etcd quorum, the network, the LB itself) stops answering: header timeouts on requests sent to several apiservers at once.",
-		Fingerprint: []Check{classes(0.8, headerTimeout...), servedBySpread(2), verdicts(0.6, false, VerdictReceivedNotAnswered, VerdictNotReceived)},
+		Fingerprint: []Check{notAnswered(0.8), servedBySpread(2), verdicts(0.6, false, VerdictReceivedNotAnswered, VerdictNotReceived)},
 		Timing:      "Any time, not tied to one node's phase; length = the shared stall less the header timeout.",
 		Source:      "openshift/origin pkg/monitortests/kubeapiserver/disruptionlegacyapiservers (all pollers share the LB and etcd); etcd-io/etcd Documentation (leader election stalls writes and quorum reads)",
 		RuledOutBy:  "Failed requests sent to one apiserver only.",

@@ -61,6 +61,16 @@ func noFailures() Check {
 	}}
 }
 
+// notAnswered asks for a share of failures that were written and left
+// without an answer (see Figures.Unanswered).
+func notAnswered(min float64) Check {
+	return Check{Name: "unanswered", Predicts: fmt.Sprintf("at least %s of failures sent and never answered (header timeouts, or cut after waiting)", pct(min)), eval: func(f *Figures) outcome {
+		s := ratio(f.Unanswered, f.Failures)
+		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of failures sent and never answered (%d of %d: header-timeout=%d, the rest reset/eof after waiting %s or more; all: %s)",
+			pct(s), f.Unanswered, f.Failures, f.Classes[results.ClassHeaderTimeout], f.HeaderTimeout/10, f.classList())}
+	}}
+}
+
 func classes(min float64, cs ...results.ErrorClass) Check {
 	return Check{Name: "error classes", Predicts: fmt.Sprintf("at least %s of failures %s", pct(min), classNames(cs)), eval: func(f *Figures) outcome {
 		var n int64

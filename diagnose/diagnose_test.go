@@ -39,6 +39,7 @@ func TestDiagnoseLabFolders(t *testing.T) {
 		{"healthy", "healthy"},
 		{"short-shutdown-delay", "short-shutdown-delay"},
 		{"etcd-stall-attributed", "etcd-stall"},
+		{"etcd-stall", "etcd-stall"},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			r, err := Diagnose(filepath.Join("testdata", tc.dir))

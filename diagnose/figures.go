@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,6 +77,13 @@ type Figures struct {
 	// (before the LB could have noticed), "after-detection", or "outside"
 	// (the node was not terminating or starting then).
 	AfterSIGTERM map[string]int64 `json:"afterSigterm"`
+	// Unanswered counts failures whose request was written and then left
+	// without an answer: header timeouts, and resets or EOFs that came
+	// after waiting at least a tenth of the header timeout (a stalled
+	// request the LB cut when it gave up on the target). HeaderTimeout is
+	// the per-phase timeout that tenth is of.
+	Unanswered    int64         `json:"unanswered"`
+	HeaderTimeout time.Duration `json:"headerTimeoutNs"`
 	// Lab names the lab profile when the folder is a lab run.
 	Lab string `json:"lab,omitempty"`
 	// Disrupted is the summed disruption of every poller.
@@ -121,7 +129,12 @@ func Measure(dir string) (*Figures, error) {
 	// The installer's NLB health check: 10 s interval, 2 failures
 	// (openshift/installer pkg/asset/manifests/aws/cluster.go).
 	fig.Detection, fig.DetectionFrom = 30*time.Second, "the installer's AWS health check, 10 s x 2"
+	// origin's sampler: 34 s per request, 4/5 of it per phase.
+	fig.HeaderTimeout = 34 * time.Second * 4 / 5
 	if run, err := f.ReadRun(); err == nil && run != nil {
+		if d, err := time.ParseDuration(fmt.Sprint(run.Settings["probeTimeout"])); err == nil && d > 0 {
+			fig.HeaderTimeout = d * 4 / 5
+		}
 		if l, ok := run.Extra["lab"].(map[string]any); ok {
 			fig.Lab = "healthy"
 			if p, ok := l["profile"].(string); ok && p != "" {
@@ -169,6 +182,9 @@ func Measure(dir string) (*Figures, error) {
 			fig.MaxReusedPoller = n
 		}
 		fig.Disrupted += p.Disrupted
+	}
+	if err := fig.countUnanswered(f.Path(results.SamplesFile)); err != nil {
+		return nil, err
 	}
 	tl, err := report.LoadTimeline(f)
 	if err != nil {
@@ -231,6 +247,31 @@ func Measure(dir string) (*Figures, error) {
 		}
 	}
 	return fig, nil
+}
+
+// countUnanswered reads the failed samples of samples.jsonl for Unanswered.
+func (f *Figures) countUnanswered(path string) error {
+	wait := f.HeaderTimeout / 10
+	var s results.Sample
+	_, err := results.ReadJSONL(path, func(line []byte) error {
+		if !bytes.Contains(line, []byte(`"error_class"`)) {
+			return nil
+		}
+		s = results.Sample{}
+		if err := s.UnmarshalJSON(line); err != nil {
+			return nil // LoadSamples already judged the file; a cut last line is skipped there
+		}
+		switch s.ErrorClass {
+		case results.ClassHeaderTimeout:
+			f.Unanswered++
+		case results.ClassReset, results.ClassEOF, results.ClassClientTimeout:
+			if w := s.Phases.WroteRequest; w > 0 && s.Phases.FirstByte == 0 && s.Duration-w >= wait {
+				f.Unanswered++
+			}
+		}
+		return nil
+	})
+	return err
 }
 
 // phaseOf is node's phase at t in the iteration under way then.
