@@ -108,7 +108,7 @@ var catalogue = []Mechanism{
 		Name: "etcd-stall", Profile: true,
 		Summary:     "One apiserver's link to etcd stalls right after its restart; /readyz keeps answering from its cached etcd check, so the LB keeps it in service and quorum reads sent there go unanswered.",
 		Fingerprint: []Check{notAnswered(0.8), connectionShare(results.NewConnections, 0.6, false), quorumOnly(), phases(0.6, "ready"), servedByOne(0.8), verdicts(0.6, false, VerdictReceivedNotAnswered)},
-		Timing:      "After the stalled node's restart (its ready phase); length = stall - header timeout (60 - 27.2 = 32.8 s on AWS), none when the stall is shorter than the header timeout.",
+		Timing:      "After the stalled node's restart (its ready phase); length = stall - header timeout (60 - 27.2 = 32.8 s on AWS), none when the stall is shorter than the header timeout; shorter when /readyz's check times out first and the LB takes the node out (the NLB then resets the hung requests).",
 		Source:      "kubernetes staging/src/k8s.io/apiserver/pkg/storage/storagebackend/factory/etcd3.go (newETCD3Check caches and rate-limits the etcd check)",
 		RuledOutBy:  "Failures on cache-* pollers, failures spread over every apiserver, or answered requests (attribution).",
 	},
