@@ -34,6 +34,8 @@ const Schema = "repro.diagnose/v1"
 
 // Assessment is one mechanism against one folder.
 type Assessment struct {
+	// Rank is 1 for the best; mechanisms the figures cannot order share
+	// one.
 	Rank    int    `json:"rank"`
 	Name    string `json:"name"`
 	Verdict string `json:"verdict"`
@@ -77,6 +79,17 @@ func (r *Result) First() string {
 		return ""
 	}
 	return r.Mechanisms[0].Name
+}
+
+// RankedFirst lists the mechanisms sharing rank 1.
+func (r *Result) RankedFirst() []string {
+	var out []string
+	for _, a := range r.Mechanisms {
+		if a.Rank == 1 {
+			out = append(out, a.Name)
+		}
+	}
+	return out
 }
 
 // Diagnose measures the folder dir and assesses every mechanism.
@@ -152,8 +165,17 @@ func Assess(fig *Figures) *Result {
 		}
 		return a.Score > b.Score
 	})
+	// Mechanisms alike in verdict and in checks held and failed share a
+	// rank: the shares that order them within it are no evidence that one
+	// explains the folder better.
 	for i := range r.Mechanisms {
-		r.Mechanisms[i].Rank = i + 1
+		a := &r.Mechanisms[i]
+		a.Rank = i + 1
+		if i > 0 {
+			if b := r.Mechanisms[i-1]; b.Verdict == a.Verdict && b.failed == a.failed && b.passed == a.passed {
+				a.Rank = b.Rank
+			}
+		}
 	}
 	if fig.Failures > 0 {
 		for _, a := range r.Mechanisms {
@@ -202,7 +224,11 @@ func WriteText(w io.Writer, r *Result) error {
 		first := r.Mechanisms[0]
 		switch first.Verdict {
 		case Consistent:
-			fmt.Fprintf(&b, "  best fit: %s (consistent with every figure it was tested on)\n", first.Name)
+			if tied := r.RankedFirst(); len(tied) > 1 {
+				fmt.Fprintf(&b, "  best fit, tied (the figures do not order them): %s\n", strings.Join(tied, ", "))
+			} else {
+				fmt.Fprintf(&b, "  best fit: %s (consistent with every figure it was tested on)\n", first.Name)
+			}
 		case NotTestable:
 			fmt.Fprintf(&b, "  nothing fits for sure; nearest untested: %s (%s)\n", first.Name, strings.Join(first.Missing, "; "))
 		default:
