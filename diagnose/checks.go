@@ -15,6 +15,7 @@ const (
 	MissingTimeline    = "no rollout timeline (events.jsonl)"
 	MissingServedBy    = "no record of which apiserver failed requests went to (lab load balancer records or attribution)"
 	MissingAttribution = "no attribution"
+	MissingLBVerdicts  = "no load balancer health verdicts (lab LB records with connection resets)"
 )
 
 // Check is one predicted feature of a mechanism's fingerprint.
@@ -199,6 +200,32 @@ func sigterm(min float64, early bool) Check {
 		}
 		s := ratio(f.AfterSIGTERM[key], total)
 		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of failed requests %s (%s; detection %s, %s)", pct(s), words, countList(f.AfterSIGTERM), f.Detection, f.DetectionFrom)}
+	}}
+}
+
+// lbVerdict asks when the LB judged each rolled node unhealthy, from its
+// resets of established connections: in time (within its detection after
+// SIGTERM, /readyz failing as the apiserver drains) or only later (a check
+// that cannot see the drain, such as TCP connect).
+func lbVerdict(min float64, inTime bool) Check {
+	words := "the LB judged at least %s of rolled nodes unhealthy only later than its detection after their SIGTERM, or never (no reset of their connections until then)"
+	if inTime {
+		words = "the LB judged at least %s of rolled nodes unhealthy within its detection after their SIGTERM (it reset their connections then)"
+	}
+	return Check{Name: "LB verdict", Predicts: fmt.Sprintf(words, pct(min)), eval: func(f *Figures) outcome {
+		if !f.HasLBVerdicts {
+			return outcome{missing: MissingLBVerdicts}
+		}
+		var total int64
+		for _, n := range f.LBVerdicts {
+			total += n
+		}
+		n := f.LBVerdicts["within-detection"]
+		if !inTime {
+			n = total - n
+		}
+		s := ratio(n, total)
+		return outcome{ok: s >= min && total > 0, share: s, evidence: fmt.Sprintf("%s of rolled nodes (%s; detection %s)", pct(s), countList(f.LBVerdicts), f.Detection)}
 	}}
 }
 

@@ -38,18 +38,17 @@ func TestDiagnoseLabFolders(t *testing.T) {
 	for _, tc := range []struct {
 		dir, first string
 		// tied are mechanisms the folder's figures cannot order against
-		// first: late routing and a TCP health check both send requests
-		// to the rolled node after its listener closed and to its
-		// successor before it is ready, at the same offsets on the fast
-		// scale.
+		// first (none since the LB's resets tell when it judged a node
+		// unhealthy: without them late routing and a TCP health check
+		// look alike, see TestWithoutLBVerdictsLateRoutingAndTCPCheckTie).
 		tied []string
 	}{
 		{dir: "healthy", first: "healthy"},
 		{dir: "short-shutdown-delay", first: "short-shutdown-delay"},
 		{dir: "etcd-stall-attributed", first: "etcd-stall"},
 		{dir: "etcd-stall", first: "etcd-stall"},
-		{dir: "late-deregistration", first: "late-deregistration", tied: []string{"early-healthy"}},
-		{dir: "early-healthy", first: "early-healthy", tied: []string{"late-deregistration"}},
+		{dir: "late-deregistration", first: "late-deregistration"},
+		{dir: "early-healthy", first: "early-healthy"},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			r, err := Diagnose(filepath.Join("testdata", tc.dir))
@@ -75,6 +74,39 @@ func TestDiagnoseLabFolders(t *testing.T) {
 				t.Errorf("rank 1: %v, want %s and %v", got, tc.first, tc.tied)
 			}
 		})
+	}
+}
+
+// Without the LB's resets (an older lab, or a live cluster) late routing
+// and a TCP health check send the same requests to the same nodes at the
+// same offsets: they share rank 1 and diagnose says what would separate them.
+func TestWithoutLBVerdictsLateRoutingAndTCPCheckTie(t *testing.T) {
+	for _, name := range []string{"late-deregistration", "early-healthy"} {
+		dir := copyFolder(t, filepath.Join("testdata", name))
+		b, err := os.ReadFile(filepath.Join(dir, "lb-connections.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if !strings.Contains(l, `"closedBy":"reset"`) {
+				kept = append(kept, l)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "lb-connections.jsonl"), []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Diagnose(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.RankedFirst(); !slices.Equal(got, []string{"late-deregistration", "early-healthy"}) && !slices.Equal(got, []string{"early-healthy", "late-deregistration"}) {
+			logResult(t, r)
+			t.Fatalf("%s without resets: rank 1 %v, want the two tied", name, got)
+		}
+		if !slices.Contains(r.Separating, MissingLBVerdicts) {
+			t.Errorf("%s: separating %v, want %q", name, r.Separating, MissingLBVerdicts)
+		}
 	}
 }
 

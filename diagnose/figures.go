@@ -77,6 +77,14 @@ type Figures struct {
 	// (before the LB could have noticed), "after-detection", or "outside"
 	// (the node was not terminating or starting then).
 	AfterSIGTERM map[string]int64 `json:"afterSigterm"`
+	// LBVerdicts counts rolled nodes by when the lab LB first reset an
+	// established connection to them after their SIGTERM, which it does
+	// when it judges a target unhealthy (the NLB's connection termination):
+	// "within-detection", "after-detection" or "none". HasLBVerdicts says
+	// the LB reset some connection in this run at all (an LB that never
+	// resets tells nothing).
+	LBVerdicts    map[string]int64 `json:"lbVerdicts"`
+	HasLBVerdicts bool             `json:"hasLbVerdicts"`
 	// Unanswered counts failures whose request was written and then left
 	// without an answer: header timeouts, and resets or EOFs that came
 	// after waiting at least a tenth of the header timeout (a stalled
@@ -125,7 +133,7 @@ func Measure(dir string) (*Figures, error) {
 		return nil, err
 	}
 	fig := &Figures{ByConn: map[results.ConnectionType]int64{}, Classes: map[results.ErrorClass]int64{},
-		Phases: map[string]int64{}, Servers: map[string]int64{}, ServedPhases: map[string]int64{}, AfterSIGTERM: map[string]int64{}, Verdicts: map[string]int64{}, Samples: a.Samples}
+		Phases: map[string]int64{}, Servers: map[string]int64{}, ServedPhases: map[string]int64{}, AfterSIGTERM: map[string]int64{}, LBVerdicts: map[string]int64{}, Verdicts: map[string]int64{}, Samples: a.Samples}
 	// The installer's NLB health check: 10 s interval, 2 failures
 	// (openshift/installer pkg/asset/manifests/aws/cluster.go).
 	fig.Detection, fig.DetectionFrom = 30*time.Second, "the installer's AWS health check, 10 s x 2"
@@ -223,6 +231,9 @@ func Measure(dir string) (*Figures, error) {
 			}
 		}
 	}
+	if err := fig.lbVerdicts(f.Path(report.LBRecordsFile), tl); err != nil {
+		return nil, err
+	}
 	lbServed := fig.HasServedBy
 	recs, err := readAttribution(f.Path(AttributionFile))
 	if err != nil {
@@ -247,6 +258,67 @@ func Measure(dir string) (*Figures, error) {
 		}
 	}
 	return fig, nil
+}
+
+// lbVerdicts reads the lab LB's resets of established connections
+// (lb-connections.jsonl close records closed by "reset") and places the
+// first after each rolled node's SIGTERM.
+func (f *Figures) lbVerdicts(path string, tl *report.Timeline) error {
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	resets := map[string][]time.Time{}
+	var rec struct {
+		Event    string    `json:"event"`
+		Target   string    `json:"target"`
+		Closed   time.Time `json:"closed"`
+		ClosedBy string    `json:"closedBy"`
+	}
+	_, err := results.ReadJSONL(path, func(line []byte) error {
+		if !bytes.Contains(line, []byte(`"closedBy":"reset"`)) {
+			return nil
+		}
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return err
+		}
+		if rec.Event == "close" && rec.ClosedBy == "reset" {
+			resets[rec.Target] = append(resets[rec.Target], rec.Closed)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(resets) == 0 {
+		return nil
+	}
+	f.HasLBVerdicts = true
+	for _, it := range tl.Iterations {
+		for _, w := range it.Nodes {
+			if w.Terminating.IsZero() {
+				continue
+			}
+			end := w.Ready
+			verdict := "none"
+			var first time.Time
+			for _, t := range resets[w.Node] {
+				if t.Before(w.Terminating) || (!end.IsZero() && t.After(end)) {
+					continue
+				}
+				if first.IsZero() || t.Before(first) {
+					first = t
+				}
+			}
+			if !first.IsZero() {
+				verdict = "after-detection"
+				if first.Sub(w.Terminating) <= f.Detection {
+					verdict = "within-detection"
+				}
+			}
+			f.LBVerdicts[verdict]++
+		}
+	}
+	return nil
 }
 
 // countUnanswered reads the failed samples of samples.jsonl for Unanswered.
