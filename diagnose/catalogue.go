@@ -83,8 +83,8 @@ var catalogue = []Mechanism{
 	},
 	{
 		Name: "blackhole", Profile: true,
-		Summary:     "Packets between the LB and a stopped apiserver are dropped instead of refused, and the LB still routes new connections there: their TLS handshakes go unanswered.",
-		Fingerprint: []Check{everyBackend(), classes(0.6, unanswered...), connectionShare(results.NewConnections, 0.8, false), cacheToo(), phases(0.6, "terminating", "starting"), sigterm(0.6, false), servedByRolled(0.6), verdicts(0.6, false, VerdictNotReceived)},
+		Summary:     "Packets between the LB and a stopped apiserver are dropped instead of refused, and the LB still routes new connections there (late routing): their TLS handshakes go unanswered, and its successor answers 503 while not ready.",
+		Fingerprint: []Check{everyBackend(), classes(0.8, append(append([]results.ErrorClass{}, unanswered...), lbRefusals...)...), silentHandshakes(0.2), connectionShare(results.NewConnections, 0.8, false), cacheToo(), phases(0.6, "terminating", "starting"), sigterm(0.6, false), lbVerdict(0.6, true), servedByRolled(0.6), verdicts(0.6, false, VerdictNotReceived, VerdictAnswered)},
 		Timing:      "From the rolled apiserver's stop until the LB stops routing to it (starting phase, end of terminating); length set by the late-routing window, not by the header timeout.",
 		Source:      "OCPBUGS-86789's late routing; kubernetes-sigs/aws-load-balancer-controller docs (NLB target health and connection handling)",
 		RuledOutBy:  "Header timeouts (the handshake completed), refusals instead of silence, or failures on apiservers that were not stopped.",

@@ -83,6 +83,15 @@ func classes(min float64, cs ...results.ErrorClass) Check {
 	}}
 }
 
+// silentHandshakes asks for a share of connections that were accepted and
+// then never answered the TLS handshake (or never connected), beside a
+// wider classes check.
+func silentHandshakes(min float64) Check {
+	c := classes(min, results.ClassTLSHandshakeTimeout, results.ClassConnectTimeout)
+	c.Name = "silent handshakes"
+	return c
+}
+
 // atLeast asks for a minimum share of some classes among the failures,
 // beside a wider classes check.
 func atLeast(min float64, cs ...results.ErrorClass) Check {

@@ -49,6 +49,7 @@ func TestDiagnoseLabFolders(t *testing.T) {
 		{dir: "etcd-stall", first: "etcd-stall"},
 		{dir: "late-deregistration", first: "late-deregistration"},
 		{dir: "early-healthy", first: "early-healthy"},
+		{dir: "blackhole", first: "blackhole"},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			r, err := Diagnose(filepath.Join("testdata", tc.dir))
