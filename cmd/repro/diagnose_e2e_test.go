@@ -104,3 +104,30 @@ func TestSweepShortShutdownDelay(t *testing.T) {
 	checkDiagnosis(t, sr.Points[0].Dir, "short-shutdown-delay")
 	checkDiagnosis(t, sr.Points[1].Dir, "healthy")
 }
+
+// The sweep's own flags are taken out; every other flag goes to repro run
+// as given, and a --lab-set with commas is the knob swept.
+func TestParseSweepArgs(t *testing.T) {
+	o, help, err := parseSweepArgs([]string{"--scenario=apiserver-rollout", "--lab-profile", "short-shutdown-delay",
+		"--lab-set", "lb-health-interval=2s", "--lab-set", "shutdown-delay=0s,4s", "--iterations", "2", "--out", "x", "--baseline", "3s"})
+	if err != nil || help {
+		t.Fatal(err, help)
+	}
+	if o.Scenario != "apiserver-rollout" || o.Key != "shutdown-delay" || strings.Join(o.Values, ",") != "0s,4s" || o.Iterations != 2 || o.Out != "x" {
+		t.Fatalf("%+v", o)
+	}
+	if got := strings.Join(o.Forward, " "); got != "--lab-profile short-shutdown-delay --lab-set lb-health-interval=2s --baseline 3s" {
+		t.Fatalf("forwarded %q", got)
+	}
+	for _, bad := range [][]string{
+		{"--lab-set", "shutdown-delay=0s,4s"},
+		{"--scenario", "apiserver-rollout"},
+		{"--scenario", "apiserver-rollout", "--lab-set", "nope=1,2"},
+		{"--scenario", "apiserver-rollout", "--lab-set", "shutdown-delay=0s,4s", "--iterations", "0"},
+		{"--scenario", "apiserver-rollout", "--lab-set", "shutdown-delay=0s,4s", "--lab-set", "grace-period=1s,2s"},
+	} {
+		if _, _, err := parseSweepArgs(bad); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v, want one line", bad, err)
+		}
+	}
+}
