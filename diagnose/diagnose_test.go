@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/repro-tools/repro/lab"
+	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -330,5 +331,36 @@ func TestCatalogue(t *testing.T) {
 		if m.Source == "" || m.RuledOutBy == "" || m.Timing == "" || len(m.Fingerprint) == 0 || strings.Contains(m.Source, "DESIGN") {
 			t.Errorf("%s: incomplete entry", m.Name)
 		}
+	}
+}
+
+// report.Rebuild ends summary.txt with the diagnosis and shows it in
+// report.html, in any binary that links this package.
+func TestRebuildCarriesTheDiagnosis(t *testing.T) {
+	dir := copyFolder(t, filepath.Join("testdata", "short-shutdown-delay"))
+	if _, err := report.Rebuild(dir); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Diagnose(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	if err := WriteText(&want, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(summary), want.String()) {
+		t.Fatalf("summary.txt does not end with the diagnosis:\n%s", summary)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, report.HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "<h2>Diagnosis</h2><pre>Diagnosis: "+r.Headline) {
+		t.Fatal("report.html has no diagnosis section")
 	}
 }
