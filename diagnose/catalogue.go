@@ -86,7 +86,7 @@ var catalogue = []Mechanism{
 		Summary:     "Packets between the LB and a stopped apiserver are dropped instead of refused, and the LB still routes new connections there (late routing): their TLS handshakes go unanswered, and its successor answers 503 while not ready.",
 		Fingerprint: []Check{everyBackend(), classes(0.8, append(append([]results.ErrorClass{}, unanswered...), lbRefusals...)...), silentHandshakes(0.2), connectionShare(results.NewConnections, 0.8, false), cacheToo(), phases(0.6, "terminating", "starting"), sigterm(0.6, false), lbVerdict(0.6, true), servedByRolled(0.6), verdicts(0.6, false, VerdictNotReceived, VerdictAnswered)},
 		Timing:      "From the rolled apiserver's stop until the LB stops routing to it (starting phase, end of terminating); length set by the late-routing window, not by the header timeout.",
-		Source:      "OCPBUGS-86789's late routing; kubernetes-sigs/aws-load-balancer-controller docs (NLB target health and connection handling)",
+		Source:      "late-deregistration's routing (OCPBUGS-86789); packets lost between LB and target as the cause of TLS handshake timeouts, as the lab's blackhole profile models them",
 		RuledOutBy:  "Header timeouts (the handshake completed), refusals instead of silence, or failures on apiservers that were not stopped.",
 	},
 	{
@@ -134,7 +134,7 @@ var catalogue = []Mechanism{
 		Summary:     "Something every apiserver shares (etcd quorum, the network, the LB itself) stops answering: header timeouts on requests sent to several apiservers at once.",
 		Fingerprint: []Check{notAnswered(0.8), servedBySpread(2), verdicts(0.6, false, VerdictReceivedNotAnswered, VerdictNotReceived)},
 		Timing:      "Any time, not tied to one node's phase; length = the shared stall less the header timeout.",
-		Source:      "openshift/origin pkg/monitortests/kubeapiserver/disruptionlegacyapiservers (all pollers share the LB and etcd); etcd-io/etcd Documentation (leader election stalls writes and quorum reads)",
+		Source:      "openshift/origin pkg/monitortests/kubeapiserver/disruptionlegacyapiservers (all pollers share the LB and etcd)",
 		RuledOutBy:  "Failed requests sent to one apiserver only.",
 	},
 	{
