@@ -25,6 +25,7 @@ func htmlRun(d *folderData, label string, ps []Placement) (*htmlreport.Run, erro
 		Info:          run,
 		TruncatedLast: a.TruncatedLast,
 		Events:        tl.Events,
+		Sections:      d.sections,
 		ForEachSample: func(fn func(*results.Sample)) error {
 			var s results.Sample
 			_, err := results.ReadJSONL(f.Path(results.SamplesFile), func(line []byte) error {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
+	"github.com/repro-tools/repro/report/htmlreport"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -31,6 +33,23 @@ func WithMaxDisruption(d time.Duration) RebuildOption {
 // WithExtraIntervals adds a producer of interval items to intervals.json.
 func WithExtraIntervals(fn ExtraIntervals) RebuildOption {
 	return func(c *rebuildConfig) { c.extras = append(c.extras, fn) }
+}
+
+// summarySections are added to the end of summary.txt by Rebuild, once every
+// other derived file (placements.json included) is written.
+var summarySections []summarySection
+
+type summarySection struct {
+	title string
+	write func(dir string, w io.Writer) error
+}
+
+// AddSummarySection registers a section of summary.txt written from the
+// rebuilt folder dir; a package that report cannot import (diagnose, which
+// reads report's files) adds its own this way.
+// report.html shows the same text under title.
+func AddSummarySection(title string, fn func(dir string, w io.Writer) error) {
+	summarySections = append(summarySections, summarySection{title, fn})
 }
 
 // Rebuild regenerates intervals.json, backend-disruption.json, junit.xml,
@@ -119,6 +138,15 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 		}
 		buf.Write(section)
 	}
+	for _, s := range summarySections {
+		var sb bytes.Buffer
+		if err := s.write(dir, &sb); err != nil {
+			fmt.Fprintf(&sb, "(section not written: %v)\n", err)
+		}
+		buf.WriteString("\n")
+		buf.Write(sb.Bytes())
+		d.sections = append(d.sections, htmlreport.Section{Title: s.title, Text: sb.String()})
+	}
 	if err := f.WriteFile(results.SummaryFile, buf.Bytes()); err != nil {
 		return nil, fmt.Errorf("write summary: %w", err)
 	}
@@ -152,6 +180,8 @@ type folderData struct {
 	analysis *Analysis
 	timeline *Timeline
 	servedBy servedBy // nil without lb-connections.jsonl
+	// sections are the registered summary sections, for report.html.
+	sections []htmlreport.Section
 }
 
 // loadFolder reads what every derived file is built from: samples.jsonl

@@ -39,6 +39,14 @@ type Run struct {
 	Verdict func(auditID string) string
 	// TruncatedLast says samples.jsonl ended in a cut-off line.
 	TruncatedLast bool
+	// Sections are preformatted text sections shown below the gaps (the
+	// diagnosis); only a single run's page shows them.
+	Sections []Section
+}
+
+// Section is a titled block of preformatted text.
+type Section struct {
+	Title, Text string
 }
 
 // Poller is one row of the summary table.
@@ -98,6 +106,8 @@ type Page struct {
 	Compare bool      `json:"compare"`
 	Classes []string  `json:"classes"`
 	Runs    []RunData `json:"runs"`
+	// Sections are rendered as HTML, not embedded in the data.
+	Sections []Section `json:"-"`
 }
 
 // RunData is what the page draws of one run.

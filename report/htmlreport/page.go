@@ -55,6 +55,9 @@ func Build(title string, runs []*Run, compare bool) (*Page, error) {
 			rd.Notes = append(rd.Notes, "no trigger in this run: aligned on its first sample")
 		}
 		p.Runs = append(p.Runs, *rd)
+		if !compare {
+			p.Sections = append(p.Sections, r.Sections...)
+		}
 	}
 	return p, nil
 }
@@ -91,10 +94,11 @@ func Render(w io.Writer, p *Page) error {
 		return err
 	}
 	return pageTmpl.Execute(w, map[string]any{
-		"Title": p.Title,
-		"CSS":   template.CSS(pageCSS),
-		"JS":    template.JS(pageJS),
-		"Data":  template.JS(`"` + data + `"`),
+		"Title":    p.Title,
+		"CSS":      template.CSS(pageCSS),
+		"JS":       template.JS(pageJS),
+		"Data":     template.JS(`"` + data + `"`),
+		"Sections": p.Sections,
 	})
 }
 

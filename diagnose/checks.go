@@ -1,0 +1,333 @@
+package diagnose
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/repro-tools/repro/results"
+)
+
+// Missing evidence, as diagnose names it.
+const (
+	MissingCache       = "no cache-* pollers in this run"
+	MissingAggregated  = "no openshift-api/oauth-api and kube-api pollers in this run"
+	MissingTimeline    = "no rollout timeline (events.jsonl)"
+	MissingServedBy    = "no record of which apiserver failed requests went to (lab load balancer records or attribution)"
+	MissingAttribution = "no attribution"
+	MissingLBVerdicts  = "no load balancer health verdicts (lab LB records with connection resets)"
+)
+
+// Check is one predicted feature of a mechanism's fingerprint.
+type Check struct {
+	// Name is what is checked, e.g. "error classes".
+	Name string `json:"name"`
+	// Predicts says the prediction in words.
+	Predicts string `json:"predicts"`
+	// Required marks a check without which the mechanism is not testable.
+	Required bool `json:"required,omitempty"`
+	eval     func(f *Figures) outcome
+}
+
+// outcome is one check against one folder: missing names absent evidence;
+// otherwise ok says it held and share is the figure compared.
+type outcome struct {
+	missing  string
+	ok       bool
+	share    float64
+	evidence string
+}
+
+func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
+
+func ratio(n, d int64) float64 {
+	if d == 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
+}
+
+func classNames(cs []results.ErrorClass) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = string(c)
+	}
+	return strings.Join(s, "/")
+}
+
+func noFailures() Check {
+	return Check{Name: "failed samples", Predicts: "none", eval: func(f *Figures) outcome {
+		return outcome{ok: f.Failures == 0, share: 1 - ratio(f.Failures, f.Samples),
+			evidence: fmt.Sprintf("%d failed of %d samples", f.Failures, f.Samples)}
+	}}
+}
+
+// notAnswered asks for a share of failures that were written and left
+// without an answer (see Figures.Unanswered).
+func notAnswered(min float64) Check {
+	return Check{Name: "unanswered", Predicts: fmt.Sprintf("at least %s of failures sent and never answered (header timeouts, or cut after waiting)", pct(min)), eval: func(f *Figures) outcome {
+		s := ratio(f.Unanswered, f.Failures)
+		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of failures sent and never answered (%d of %d: header-timeout=%d, the rest reset/eof after waiting %s or more; all: %s)",
+			pct(s), f.Unanswered, f.Failures, f.Classes[results.ClassHeaderTimeout], f.HeaderTimeout/10, f.classList())}
+	}}
+}
+
+func classes(min float64, cs ...results.ErrorClass) Check {
+	return Check{Name: "error classes", Predicts: fmt.Sprintf("at least %s of failures %s", pct(min), classNames(cs)), eval: func(f *Figures) outcome {
+		var n int64
+		for _, c := range cs {
+			n += f.Classes[c]
+		}
+		s := ratio(n, f.Failures)
+		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of failures %s (%d of %d; all: %s)", pct(s), classNames(cs), n, f.Failures, f.classList())}
+	}}
+}
+
+// silentHandshakes asks for a share of connections that were accepted and
+// then never answered the TLS handshake (or never connected), beside a
+// wider classes check.
+func silentHandshakes(min float64) Check {
+	c := classes(min, results.ClassTLSHandshakeTimeout, results.ClassConnectTimeout)
+	c.Name = "silent handshakes"
+	return c
+}
+
+// atLeast asks for a minimum share of some classes among the failures,
+// beside a wider classes check.
+func atLeast(min float64, cs ...results.ErrorClass) Check {
+	c := classes(min, cs...)
+	c.Name = "answered failures"
+	return c
+}
+
+func connectionShare(conn results.ConnectionType, min float64, required bool) Check {
+	return Check{Name: "connections", Predicts: fmt.Sprintf("at least %s of failures on %s connections", pct(min), conn), Required: required, eval: func(f *Figures) outcome {
+		s := ratio(f.ByConn[conn], f.Failures)
+		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of failures on %s connections (%d of %d)", pct(s), conn, f.ByConn[conn], f.Failures)}
+	}}
+}
+
+func quorumOnly() Check {
+	return Check{Name: "cache vs quorum", Predicts: "quorum reads fail, watch-cache reads (cache-*) do not", Required: true, eval: func(f *Figures) outcome {
+		if !f.HasCache {
+			return outcome{missing: MissingCache}
+		}
+		s := 1 - ratio(f.CacheFailures, f.Failures)
+		return outcome{ok: f.CacheFailures*20 <= f.Failures, share: s,
+			evidence: fmt.Sprintf("%d of %d failures on cache-* pollers", f.CacheFailures, f.Failures)}
+	}}
+}
+
+func cacheToo() Check {
+	return Check{Name: "cache vs quorum", Predicts: "cache-* pollers fail too (below storage: routing or the network)", eval: func(f *Figures) outcome {
+		if !f.HasCache {
+			return outcome{missing: MissingCache}
+		}
+		s := ratio(f.CacheFailures, f.Failures)
+		return outcome{ok: s >= 0.15, share: s, evidence: fmt.Sprintf("%d of %d failures on cache-* pollers", f.CacheFailures, f.Failures)}
+	}}
+}
+
+// everyBackend is the prediction of a mechanism below the apiservers'
+// handlers (the LB, the listener): it cannot tell core from aggregated
+// paths, so kube-api fails as the aggregated backends do.
+func everyBackend() Check {
+	return Check{Name: "core vs aggregated", Predicts: "kube-api fails as openshift-api/oauth-api do (the fault is below the request's path)", eval: func(f *Figures) outcome {
+		if !f.HasAggregated || !f.HasCore {
+			return outcome{missing: MissingAggregated}
+		}
+		core := f.Failures - f.AggregatedFailures
+		s := ratio(core, f.Failures)
+		return outcome{ok: s >= 0.1, share: s, evidence: fmt.Sprintf("%d of %d failures on kube-api pollers, %d on openshift-api/oauth-api ones", core, f.Failures, f.AggregatedFailures)}
+	}}
+}
+
+func aggregatedOnly() Check {
+	return Check{Name: "core vs aggregated", Predicts: "openshift-api/oauth-api fail, kube-api does not", Required: true, eval: func(f *Figures) outcome {
+		if !f.HasAggregated || !f.HasCore {
+			return outcome{missing: MissingAggregated}
+		}
+		s := ratio(f.AggregatedFailures, f.Failures)
+		return outcome{ok: s >= 0.9, share: s, evidence: fmt.Sprintf("%d of %d failures on openshift-api/oauth-api pollers, %d on kube-api ones", f.AggregatedFailures, f.Failures, f.Failures-f.AggregatedFailures)}
+	}}
+}
+
+func fewPerPoller(perNode int64) Check {
+	return Check{Name: "failures per poller", Predicts: fmt.Sprintf("at most %d per reused poller per rolled node", perNode), eval: func(f *Figures) outcome {
+		nodes := int64(f.RolledNodes)
+		if nodes == 0 {
+			nodes = 3
+		}
+		ok := f.MaxReusedPoller <= perNode*nodes && f.MaxReusedPoller > 0
+		return outcome{ok: ok, share: 1, evidence: fmt.Sprintf("at most %d failures on one reused poller, %d nodes rolled", f.MaxReusedPoller, nodes)}
+	}}
+}
+
+func phases(min float64, ps ...string) Check {
+	return Check{Name: "rollout phase", Predicts: fmt.Sprintf("at least %s of failures while their node is %s", pct(min), strings.Join(ps, "/")), eval: func(f *Figures) outcome {
+		if !f.Timeline {
+			return outcome{missing: MissingTimeline}
+		}
+		// The phase of the apiserver failed requests went to, when known;
+		// otherwise that of the node being rolled when each interval began.
+		counts, what := f.ServedPhases, "failed requests' apiservers"
+		if len(counts) == 0 {
+			counts, what = f.Phases, "intervals' rolled nodes"
+		}
+		var n, total int64
+		for p, c := range counts {
+			total += c
+			for _, want := range ps {
+				if p == want {
+					n += c
+				}
+			}
+		}
+		s := ratio(n, total)
+		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of %s %s (%d of %d; all: %s)", pct(s), what, strings.Join(ps, "/"), n, total, countList(counts))}
+	}}
+}
+
+// sigterm asks for a share of failed requests sent within the LB's
+// detection after their apiserver's node began terminating (early), or
+// later in its termination and restart (late).
+func sigterm(min float64, early bool) Check {
+	key, words := "after-detection", "later than the LB's detection after their node's SIGTERM, before it was ready again"
+	if early {
+		key, words = "within-detection", "within the LB's detection after their node's SIGTERM"
+	}
+	return Check{Name: "offset from SIGTERM", Predicts: fmt.Sprintf("at least %s of failed requests %s", pct(min), words), eval: func(f *Figures) outcome {
+		if !f.Timeline {
+			return outcome{missing: MissingTimeline}
+		}
+		if !f.HasServedBy {
+			return outcome{missing: MissingServedBy}
+		}
+		var total int64
+		for _, n := range f.AfterSIGTERM {
+			total += n
+		}
+		s := ratio(f.AfterSIGTERM[key], total)
+		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of failed requests %s (%s; detection %s, %s)", pct(s), words, countList(f.AfterSIGTERM), f.Detection, f.DetectionFrom)}
+	}}
+}
+
+// lbVerdict asks when the LB judged each rolled node unhealthy, from its
+// resets of established connections: in time (within its detection after
+// SIGTERM, /readyz failing as the apiserver drains) or only later (a check
+// that cannot see the drain, such as TCP connect).
+func lbVerdict(min float64, inTime bool) Check {
+	words := "the LB judged at least %s of rolled nodes unhealthy only later than its detection after their SIGTERM, or never (no reset of their connections until then)"
+	if inTime {
+		words = "the LB judged at least %s of rolled nodes unhealthy within its detection after their SIGTERM (it reset their connections then)"
+	}
+	return Check{Name: "LB verdict", Predicts: fmt.Sprintf(words, pct(min)), eval: func(f *Figures) outcome {
+		if !f.HasLBVerdicts {
+			return outcome{missing: MissingLBVerdicts}
+		}
+		var total int64
+		for _, n := range f.LBVerdicts {
+			total += n
+		}
+		n := f.LBVerdicts["within-detection"]
+		if !inTime {
+			n = total - n
+		}
+		s := ratio(n, total)
+		return outcome{ok: s >= min && total > 0, share: s, evidence: fmt.Sprintf("%s of rolled nodes (%s; detection %s)", pct(s), countList(f.LBVerdicts), f.Detection)}
+	}}
+}
+
+func servedByRolled(min float64) Check {
+	return Check{Name: "apiserver", Predicts: fmt.Sprintf("at least %s of failed requests went to the node being rolled", pct(min)), eval: func(f *Figures) outcome {
+		if !f.HasServedBy {
+			return outcome{missing: MissingServedBy}
+		}
+		s := ratio(f.ToRolled, f.ToRolled+f.ToOther)
+		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of failed requests went to the rolled node (%d of %d; %s)", pct(s), f.ToRolled, f.ToRolled+f.ToOther, countList(f.Servers))}
+	}}
+}
+
+func servedByOne(min float64) Check {
+	return Check{Name: "apiserver", Predicts: fmt.Sprintf("at least %s of failed requests went to one apiserver", pct(min)), eval: func(f *Figures) outcome {
+		if !f.HasServedBy {
+			return outcome{missing: MissingServedBy}
+		}
+		top, total := topCount(f.Servers)
+		s := ratio(top, total)
+		return outcome{ok: s >= min && total > 0, share: s, evidence: fmt.Sprintf("%s of failed requests went to one apiserver (%s)", pct(s), countList(f.Servers))}
+	}}
+}
+
+func servedBySpread(atLeast int) Check {
+	return Check{Name: "apiserver", Predicts: fmt.Sprintf("failed requests went to %d or more apiservers, none taking over 70%%", atLeast), eval: func(f *Figures) outcome {
+		if !f.HasServedBy {
+			return outcome{missing: MissingServedBy}
+		}
+		top, total := topCount(f.Servers)
+		s := 1 - ratio(top, total)
+		ok := len(f.Servers) >= atLeast && ratio(top, total) <= 0.7
+		return outcome{ok: ok, share: s, evidence: fmt.Sprintf("failed requests went to %d apiserver(s) (%s)", len(f.Servers), countList(f.Servers))}
+	}}
+}
+
+func verdicts(min float64, required bool, vs ...string) Check {
+	return Check{Name: "attribution", Predicts: fmt.Sprintf("at least %s of attributed failures %s", pct(min), strings.Join(vs, "/")), Required: required, eval: func(f *Figures) outcome {
+		if !f.HasAttribution {
+			return outcome{missing: MissingAttribution}
+		}
+		var n, total int64
+		for v, c := range f.Verdicts {
+			if v == VerdictUnknown {
+				continue
+			}
+			total += c
+			for _, want := range vs {
+				if v == want {
+					n += c
+				}
+			}
+		}
+		if total == 0 {
+			return outcome{missing: "attribution has only unknown verdicts"}
+		}
+		s := ratio(n, total)
+		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of attributed failures %s (%d of %d; all: %s)", pct(s), strings.Join(vs, "/"), n, total, countList(f.Verdicts))}
+	}}
+}
+
+func topCount(m map[string]int64) (top, total int64) {
+	for _, n := range m {
+		total += n
+		if n > top {
+			top = n
+		}
+	}
+	return top, total
+}
+
+// countList renders counts as "a=3 b=1", largest first.
+func countList(m map[string]int64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		name := k
+		if name == "" {
+			name = "none"
+		}
+		parts[i] = fmt.Sprintf("%s=%d", name, m[k])
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,366 @@
+package diagnose
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/repro-tools/repro/lab"
+	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/results"
+)
+
+func assessment(t *testing.T, r *Result, name string) Assessment {
+	t.Helper()
+	for _, a := range r.Mechanisms {
+		if a.Name == name {
+			return a
+		}
+	}
+	t.Fatalf("no assessment of %s", name)
+	return Assessment{}
+}
+
+func logResult(t *testing.T, r *Result) {
+	t.Helper()
+	var b strings.Builder
+	if err := WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + b.String())
+}
+
+// Real lab folders (testdata/README.md): each is diagnosed with its own
+// profile's mechanism first.
+func TestDiagnoseLabFolders(t *testing.T) {
+	for _, tc := range []struct {
+		dir, first string
+		// tied are mechanisms the folder's figures cannot order against
+		// first (none since the LB's resets tell when it judged a node
+		// unhealthy: without them late routing and a TCP health check
+		// look alike, see TestWithoutLBVerdictsLateRoutingAndTCPCheckTie).
+		tied []string
+	}{
+		{dir: "healthy", first: "healthy"},
+		{dir: "short-shutdown-delay", first: "short-shutdown-delay"},
+		{dir: "etcd-stall-attributed", first: "etcd-stall"},
+		{dir: "etcd-stall", first: "etcd-stall"},
+		{dir: "late-deregistration", first: "late-deregistration"},
+		{dir: "early-healthy", first: "early-healthy"},
+		{dir: "blackhole", first: "blackhole"},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			r, err := Diagnose(filepath.Join("testdata", tc.dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			logResult(t, r)
+			if !slices.Contains(r.RankedFirst(), tc.first) || r.Mechanisms[0].Verdict != Consistent {
+				t.Fatalf("first %v (%s), want %s among them, consistent", r.RankedFirst(), r.Mechanisms[0].Verdict, tc.first)
+			}
+			// Every other lab profile's mechanism is ruled out by some
+			// figure, but for the pairs these folders cannot order.
+			for _, a := range r.Mechanisms {
+				m, _ := Lookup(a.Name)
+				if !m.Profile || a.Name == tc.first || slices.Contains(tc.tied, a.Name) {
+					continue
+				}
+				if a.Verdict != Inconsistent {
+					t.Errorf("%s: %s, want inconsistent (for %v)", a.Name, a.Verdict, a.For)
+				}
+			}
+			if got := r.RankedFirst(); len(got) != 1+len(tc.tied) {
+				t.Errorf("rank 1: %v, want %s and %v", got, tc.first, tc.tied)
+			}
+		})
+	}
+}
+
+// Without the LB's resets (an older lab, or a live cluster) late routing
+// and a TCP health check send the same requests to the same nodes at the
+// same offsets: they share rank 1 and diagnose says what would separate them.
+func TestWithoutLBVerdictsLateRoutingAndTCPCheckTie(t *testing.T) {
+	for _, name := range []string{"late-deregistration", "early-healthy"} {
+		dir := copyFolder(t, filepath.Join("testdata", name))
+		b, err := os.ReadFile(filepath.Join(dir, "lb-connections.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if !strings.Contains(l, `"closedBy":"reset"`) {
+				kept = append(kept, l)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "lb-connections.jsonl"), []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Diagnose(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.RankedFirst(); !slices.Equal(got, []string{"late-deregistration", "early-healthy"}) && !slices.Equal(got, []string{"early-healthy", "late-deregistration"}) {
+			logResult(t, r)
+			t.Fatalf("%s without resets: rank 1 %v, want the two tied", name, got)
+		}
+		if !slices.Contains(r.Separating, MissingLBVerdicts) {
+			t.Errorf("%s: separating %v, want %q", name, r.Separating, MissingLBVerdicts)
+		}
+	}
+}
+
+func TestHealthyHasNothingToExplain(t *testing.T) {
+	r, err := Diagnose(filepath.Join("testdata", "healthy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(r.Headline, "no disruption to explain") {
+		t.Fatalf("headline %q", r.Headline)
+	}
+	for _, a := range r.Mechanisms[1:] {
+		if a.Verdict != Inconsistent || !slices.Contains(a.Against, "no failed samples: nothing for it to explain") {
+			t.Errorf("%s: %s %v", a.Name, a.Verdict, a.Against)
+		}
+	}
+	if len(r.Indistinct) != 0 {
+		t.Errorf("indistinct %v with nothing to explain", r.Indistinct)
+	}
+}
+
+// With attribution, the storage hypotheses' verdict check is tested and
+// holds: requests were received and not answered.
+func TestAttributionIsRead(t *testing.T) {
+	r, err := Diagnose(filepath.Join("testdata", "etcd-stall-attributed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Figures.HasAttribution || r.Figures.Verdicts[VerdictReceivedNotAnswered] == 0 {
+		t.Fatalf("attribution figures %+v", r.Figures.Verdicts)
+	}
+	a := assessment(t, r, "storage-stall-readyz-misses")
+	if a.Verdict != Consistent || !slices.ContainsFunc(a.For, func(s string) bool { return strings.HasPrefix(s, "attribution: ") }) {
+		t.Fatalf("storage-stall-readyz-misses %s, for %v", a.Verdict, a.For)
+	}
+	// On the short shutdown delay, the refused requests never reached an
+	// apiserver: attribution's not-received supports the mechanism.
+	r2, err := Diagnose(filepath.Join("testdata", "short-shutdown-delay"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := assessment(t, r2, "short-shutdown-delay"); !slices.ContainsFunc(a.For, func(s string) bool { return strings.HasPrefix(s, "attribution: ") }) {
+		t.Fatalf("short-shutdown-delay: attribution not among the evidence for: %v", a.For)
+	}
+	// Without the file, the same folder cannot test it.
+	dir := copyFolder(t, filepath.Join("testdata", "etcd-stall-attributed"))
+	if err := os.Remove(filepath.Join(dir, AttributionFile)); err != nil {
+		t.Fatal(err)
+	}
+	r, err = Diagnose(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := assessment(t, r, "storage-stall-readyz-misses"); a.Verdict != NotTestable || !slices.Equal(a.Missing, []string{MissingAttribution}) {
+		t.Fatalf("without attribution: %s missing %v", a.Verdict, a.Missing)
+	}
+}
+
+func TestMalformedAttribution(t *testing.T) {
+	dir := copyFolder(t, filepath.Join("testdata", "short-shutdown-delay"))
+	if err := os.WriteFile(filepath.Join(dir, AttributionFile), []byte("{\"verdict\":\"answered\"}\nnot json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Diagnose(dir)
+	if err == nil || !strings.Contains(err.Error(), "line 2") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("err %v, want one line naming line 2", err)
+	}
+}
+
+func copyFolder(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// synthFolder writes a folder as a live run without lab records or
+// attribution would: samples only (through results' writer), one run.json.
+// fail says which samples fail and how.
+func synthFolder(t *testing.T, backends []string, fail func(backend string, conn results.ConnectionType, seq uint64) (results.ErrorClass, int)) string {
+	t.Helper()
+	dir := t.TempDir()
+	f, err := results.Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := results.CreateJSONL(f.Path(results.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 12, 4, 1, 0, 0, 0, time.UTC)
+	for _, b := range backends {
+		for _, c := range results.ConnectionTypes {
+			for seq := uint64(0); seq < 300; seq++ {
+				s := results.Sample{Backend: b, Connection: c, Seq: seq, Start: base.Add(time.Duration(seq) * 100 * time.Millisecond), Duration: 5 * time.Millisecond, StatusCode: 200}
+				if class, code := fail(b, c, seq); class != results.ClassNone {
+					s.ErrorClass, s.StatusCode, s.Error = class, code, "synthetic "+string(class)
+					if class == results.ClassHeaderTimeout {
+						s.Duration = 2720 * time.Millisecond
+					}
+				}
+				if err := w.Write(&s); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	run := results.NewRun("run", []string{"repro", "run"}, base)
+	run.Finish(base.Add(time.Minute), results.StatusComplete)
+	if err := f.WriteRun(run); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A live-shaped folder: header timeouts on quorum reads of new connections,
+// none on cache-*; no lab records, no attribution, no timeline. Several
+// storage-side mechanisms remain and diagnose names what would separate them.
+func TestLiveFolderWithoutAttribution(t *testing.T) {
+	dir := synthFolder(t, results.BackendOrder, func(b string, c results.ConnectionType, seq uint64) (results.ErrorClass, int) {
+		if c == results.NewConnections && !strings.HasPrefix(b, "cache-") && seq >= 100 && seq < 110 {
+			return results.ClassHeaderTimeout, 0
+		}
+		return results.ClassNone, 200
+	})
+	r, err := Diagnose(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logResult(t, r)
+	for _, want := range []string{"etcd-stall", "storage-stall-readyz-misses", "shared-stall"} {
+		if !slices.Contains(r.Indistinct, want) {
+			t.Errorf("indistinct %v, want %s among them", r.Indistinct, want)
+		}
+	}
+	for _, want := range []string{MissingAttribution, MissingServedBy, MissingTimeline} {
+		if !slices.Contains(r.Separating, want) {
+			t.Errorf("separating evidence %v, want %q", r.Separating, want)
+		}
+	}
+	if a := assessment(t, r, "short-shutdown-delay"); a.Verdict != Inconsistent {
+		t.Errorf("short-shutdown-delay %s on header timeouts", a.Verdict)
+	}
+}
+
+// An older folder (no cache-* pollers): the mechanisms that need the cache
+// comparison are not testable, and say so.
+func TestOlderFolderWithoutCachePollers(t *testing.T) {
+	dir := synthFolder(t, []string{"kube-api", "openshift-api", "oauth-api"}, func(b string, c results.ConnectionType, seq uint64) (results.ErrorClass, int) {
+		if c == results.NewConnections && seq >= 100 && seq < 110 {
+			return results.ClassHeaderTimeout, 0
+		}
+		return results.ClassNone, 200
+	})
+	r, err := Diagnose(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"etcd-stall", "storage-stall-readyz-misses"} {
+		a := assessment(t, r, name)
+		if a.Verdict != NotTestable || !slices.Contains(a.Missing, MissingCache) {
+			t.Errorf("%s: %s missing %v, want not testable for %q", name, a.Verdict, a.Missing, MissingCache)
+		}
+	}
+}
+
+// 503s on the aggregated backends only: the aggregator, whatever the lab.
+func TestAggregatedOnly(t *testing.T) {
+	dir := synthFolder(t, results.BackendOrder, func(b string, c results.ConnectionType, seq uint64) (results.ErrorClass, int) {
+		if strings.HasSuffix(b, "openshift-api") && seq >= 50 && seq < 80 {
+			return results.ClassHTTP5xx, 503
+		}
+		return results.ClassNone, 200
+	})
+	r, err := Diagnose(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.First() != "aggregator" || r.Mechanisms[0].Verdict != Consistent {
+		logResult(t, r)
+		t.Fatalf("first %s %s, want aggregator consistent", r.First(), r.Mechanisms[0].Verdict)
+	}
+	if a := assessment(t, r, "etcd-stall"); a.Verdict != Inconsistent {
+		t.Errorf("etcd-stall %s on 503s", a.Verdict)
+	}
+}
+
+// Every mechanism cites a source, says what rules it out and predicts
+// something testable.
+func TestCatalogue(t *testing.T) {
+	for _, name := range lab.ProfileNames() {
+		if m, ok := Lookup(name); !ok || !m.Profile {
+			t.Errorf("lab profile %s has no catalogue entry marked as a profile", name)
+		}
+	}
+	seen := map[string]bool{}
+	for _, m := range Catalogue() {
+		if m.Profile && !slices.Contains(lab.ProfileNames(), m.Name) {
+			t.Errorf("%s is marked as a lab profile, which the lab does not have", m.Name)
+		}
+		if seen[m.Name] {
+			t.Errorf("duplicate %s", m.Name)
+		}
+		seen[m.Name] = true
+		if m.Source == "" || m.RuledOutBy == "" || m.Timing == "" || len(m.Fingerprint) == 0 || strings.Contains(m.Source, "DESIGN") {
+			t.Errorf("%s: incomplete entry", m.Name)
+		}
+	}
+}
+
+// report.Rebuild ends summary.txt with the diagnosis and shows it in
+// report.html, in any binary that links this package.
+func TestRebuildCarriesTheDiagnosis(t *testing.T) {
+	dir := copyFolder(t, filepath.Join("testdata", "short-shutdown-delay"))
+	if _, err := report.Rebuild(dir); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Diagnose(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	if err := WriteText(&want, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(summary), want.String()) {
+		t.Fatalf("summary.txt does not end with the diagnosis:\n%s", summary)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, report.HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "<h2>Diagnosis</h2><pre>Diagnosis: "+r.Headline) {
+		t.Fatal("report.html has no diagnosis section")
+	}
+}

@@ -1,0 +1,452 @@
+package diagnose
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/results"
+)
+
+// AttributionFile is attribution's file in a results folder: one verdict
+// per failed sample (package attribute).
+const AttributionFile = results.AttributionFile
+
+// Figures are what diagnose measures of a results folder, the evidence
+// every fingerprint is compared with.
+type Figures struct {
+	// Samples counts every sample; Failures the failed ones, sampler
+	// outages (DNS) and aborted requests left out.
+	Samples  int64 `json:"samples"`
+	Failures int64 `json:"failures"`
+	// Pollers counts backend-connections; Backends names them.
+	Pollers  int      `json:"pollers"`
+	Backends []string `json:"backends"`
+	// HasCache, HasCore and HasAggregated say which kinds of backend were
+	// polled: cache-* (watch cache), kube-api, openshift-api/oauth-api.
+	HasCache      bool `json:"hasCache"`
+	HasCore       bool `json:"hasCore"`
+	HasAggregated bool `json:"hasAggregated"`
+	// CacheFailures and AggregatedFailures count failures on cache-* and
+	// on aggregated (openshift-api, oauth-api and their cache-*) pollers.
+	CacheFailures      int64 `json:"cacheFailures"`
+	AggregatedFailures int64 `json:"aggregatedFailures"`
+	// ByConn counts failures per connection type; MaxReusedPoller is the
+	// most failures of one reused-connection poller.
+	ByConn          map[results.ConnectionType]int64 `json:"byConnection"`
+	MaxReusedPoller int64                            `json:"maxReusedPoller"`
+	// Classes counts failures per error class.
+	Classes map[results.ErrorClass]int64 `json:"classes"`
+	// Timeline says the folder has a rollout timeline; RolledNodes counts
+	// the nodes of its largest iteration; Phases counts disruption
+	// intervals per node phase they started in ("" for no rollout).
+	Timeline    bool             `json:"timeline"`
+	RolledNodes int              `json:"rolledNodes"`
+	Phases      map[string]int64 `json:"phases"`
+	// HasServedBy says some record names the apiserver failed requests
+	// went to; Servers counts them per apiserver; ToRolled and ToOther
+	// split them by whether it was the node being rolled at the time.
+	HasServedBy bool             `json:"hasServedBy"`
+	Servers     map[string]int64 `json:"servers"`
+	// ServedPhases counts those failed requests by the phase their
+	// apiserver's node was in ("no-rollout" outside every iteration).
+	ServedPhases map[string]int64 `json:"servedPhases"`
+	ToRolled     int64            `json:"toRolled"`
+	ToOther      int64            `json:"toOther"`
+	// HasAttribution says attribution.jsonl was read; Verdicts counts its
+	// verdicts.
+	HasAttribution bool             `json:"hasAttribution"`
+	Verdicts       map[string]int64 `json:"verdicts"`
+	// Detection is how long the LB takes to stop routing to a target that
+	// fails its checks (interval x (unhealthy threshold + 1)), from the
+	// lab's knobs or else the installer's AWS health check (10 s x 2);
+	// DetectionFrom says which.
+	Detection     time.Duration `json:"detectionNs"`
+	DetectionFrom string        `json:"detectionFrom"`
+	// AfterSIGTERM counts failed requests by when they came relative to
+	// their apiserver's node starting to terminate: "within-detection"
+	// (before the LB could have noticed), "after-detection", or "outside"
+	// (the node was not terminating or starting then).
+	AfterSIGTERM map[string]int64 `json:"afterSigterm"`
+	// LBVerdicts counts rolled nodes by when the lab LB first reset an
+	// established connection to them after their SIGTERM, which it does
+	// when it judges a target unhealthy (the NLB's connection termination):
+	// "within-detection", "after-detection" or "none". HasLBVerdicts says
+	// the LB reset some connection in this run at all (an LB that never
+	// resets tells nothing).
+	LBVerdicts    map[string]int64 `json:"lbVerdicts"`
+	HasLBVerdicts bool             `json:"hasLbVerdicts"`
+	// Unanswered counts failures whose request was written and then left
+	// without an answer: header timeouts, and resets or EOFs that came
+	// after waiting at least a tenth of the header timeout (a stalled
+	// request the LB cut when it gave up on the target). HeaderTimeout is
+	// the per-phase timeout that tenth is of.
+	Unanswered    int64         `json:"unanswered"`
+	HeaderTimeout time.Duration `json:"headerTimeoutNs"`
+	// Lab names the lab profile when the folder is a lab run.
+	Lab string `json:"lab,omitempty"`
+	// Disrupted is the summed disruption of every poller.
+	Disrupted time.Duration `json:"disruptedNs"`
+}
+
+func (f *Figures) classList() string {
+	m := map[string]int64{}
+	for c, n := range f.Classes {
+		m[string(c)] = n
+	}
+	return countList(m)
+}
+
+// attributionRecord is the part of an attribution.jsonl line diagnose uses.
+type attributionRecord struct {
+	Backend    string    `json:"backend"`
+	Connection string    `json:"connection"`
+	Seq        uint64    `json:"seq"`
+	AuditID    string    `json:"audit_id"`
+	Verdict    string    `json:"verdict"`
+	Node       string    `json:"node"`
+	Stage      string    `json:"stage"`
+	Detail     string    `json:"detail"`
+	Poller     string    `json:"poller"`
+	Start      time.Time `json:"start"`
+}
+
+// Measure reads a results folder's figures: samples.jsonl (required),
+// run.json, events.jsonl, placements.json and attribution.jsonl when
+// present.
+func Measure(dir string) (*Figures, error) {
+	f, err := results.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	a, err := report.LoadSamples(f.Path(results.SamplesFile))
+	if err != nil {
+		return nil, err
+	}
+	fig := &Figures{ByConn: map[results.ConnectionType]int64{}, Classes: map[results.ErrorClass]int64{},
+		Phases: map[string]int64{}, Servers: map[string]int64{}, ServedPhases: map[string]int64{}, AfterSIGTERM: map[string]int64{}, LBVerdicts: map[string]int64{}, Verdicts: map[string]int64{}, Samples: a.Samples}
+	// The installer's NLB health check: 10 s interval, 2 failures
+	// (openshift/installer pkg/asset/manifests/aws/cluster.go).
+	fig.Detection, fig.DetectionFrom = 30*time.Second, "the installer's AWS health check, 10 s x 2"
+	// origin's sampler: 34 s per request, 4/5 of it per phase.
+	fig.HeaderTimeout = 34 * time.Second * 4 / 5
+	if run, err := f.ReadRun(); err == nil && run != nil {
+		if d, err := time.ParseDuration(fmt.Sprint(run.Settings["probeTimeout"])); err == nil && d > 0 {
+			fig.HeaderTimeout = d * 4 / 5
+		}
+		if l, ok := run.Extra["lab"].(map[string]any); ok {
+			fig.Lab = "healthy"
+			if p, ok := l["profile"].(string); ok && p != "" {
+				fig.Lab = p
+			}
+			if k, ok := l["knobs"].(map[string]any); ok {
+				iv, err1 := time.ParseDuration(fmt.Sprint(k["lb-health-interval"]))
+				n, err2 := strconv.Atoi(fmt.Sprint(k["lb-unhealthy-threshold"]))
+				if err1 == nil && err2 == nil && iv > 0 {
+					fig.Detection, fig.DetectionFrom = iv*time.Duration(n+1), fmt.Sprintf("the lab's health check, %s x %d", iv, n)
+				}
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range a.Pollers {
+		fig.Pollers++
+		if !seen[p.Backend] {
+			seen[p.Backend] = true
+			fig.Backends = append(fig.Backends, p.Backend)
+		}
+		cache := strings.HasPrefix(p.Backend, "cache-")
+		base := strings.TrimPrefix(p.Backend, "cache-")
+		aggregated := base == "openshift-api" || base == "oauth-api"
+		fig.HasCache = fig.HasCache || cache
+		fig.HasCore = fig.HasCore || base == "kube-api"
+		fig.HasAggregated = fig.HasAggregated || aggregated
+		var n int64
+		for c, k := range p.Classes {
+			if c == results.ClassDNS {
+				continue
+			}
+			fig.Classes[c] += k
+			n += k
+		}
+		fig.Failures += n
+		fig.ByConn[p.Connection] += n
+		if cache {
+			fig.CacheFailures += n
+		}
+		if aggregated {
+			fig.AggregatedFailures += n
+		}
+		if p.Connection == results.ReusedConnections && n > fig.MaxReusedPoller {
+			fig.MaxReusedPoller = n
+		}
+		fig.Disrupted += p.Disrupted
+	}
+	if err := fig.countUnanswered(f.Path(results.SamplesFile)); err != nil {
+		return nil, err
+	}
+	tl, err := report.LoadTimeline(f)
+	if err != nil {
+		return nil, err
+	}
+	fig.Timeline = len(tl.Iterations) > 0
+	for _, it := range tl.Iterations {
+		if len(it.Nodes) > fig.RolledNodes {
+			fig.RolledNodes = len(it.Nodes)
+		}
+	}
+	ps, err := placements(f, a, tl)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
+		fig.Phases[string(p.NodePhase)]++
+	}
+	// The lab LB's records name the apiserver of every connection, refused
+	// ones included; attribution names only those that logged the request,
+	// so its nodes stand in only where there are no LB records (live).
+	{
+		if _, err := os.Stat(f.Path(report.LBRecordsFile)); err == nil {
+			for _, p := range ps {
+				for node, n := range parseServedBy(p.ServedBy) {
+					fig.HasServedBy = true
+					fig.Servers[node] += n
+					fig.ServedPhases[phaseOf(tl, node, p.From)] += n
+					fig.AfterSIGTERM[fig.sinceSIGTERM(tl, node, p.From)] += n
+					if p.Node != "" && node == p.Node {
+						fig.ToRolled += n
+					} else {
+						fig.ToOther += n
+					}
+				}
+			}
+		}
+	}
+	if err := fig.lbVerdicts(f.Path(report.LBRecordsFile), tl); err != nil {
+		return nil, err
+	}
+	lbServed := fig.HasServedBy
+	recs, err := readAttribution(f.Path(AttributionFile))
+	if err != nil {
+		return nil, err
+	}
+	if recs != nil {
+		fig.HasAttribution = true
+		for _, r := range recs {
+			fig.Verdicts[r.Verdict]++
+			if r.Node == "" || lbServed {
+				continue
+			}
+			fig.HasServedBy = true
+			fig.Servers[r.Node]++
+			fig.ServedPhases[phaseOf(tl, r.Node, r.Start)]++
+			fig.AfterSIGTERM[fig.sinceSIGTERM(tl, r.Node, r.Start)]++
+			if rolled := rolledAt(ps, r.Poller, r.Start); rolled != "" && rolled == r.Node {
+				fig.ToRolled++
+			} else {
+				fig.ToOther++
+			}
+		}
+	}
+	return fig, nil
+}
+
+// lbVerdicts reads the lab LB's resets of established connections
+// (lb-connections.jsonl close records closed by "reset") and places the
+// first after each rolled node's SIGTERM.
+func (f *Figures) lbVerdicts(path string, tl *report.Timeline) error {
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	resets := map[string][]time.Time{}
+	var rec struct {
+		Event    string    `json:"event"`
+		Target   string    `json:"target"`
+		Closed   time.Time `json:"closed"`
+		ClosedBy string    `json:"closedBy"`
+	}
+	_, err := results.ReadJSONL(path, func(line []byte) error {
+		if !bytes.Contains(line, []byte(`"closedBy":"reset"`)) {
+			return nil
+		}
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return err
+		}
+		if rec.Event == "close" && rec.ClosedBy == "reset" {
+			resets[rec.Target] = append(resets[rec.Target], rec.Closed)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(resets) == 0 {
+		return nil
+	}
+	f.HasLBVerdicts = true
+	for _, it := range tl.Iterations {
+		for _, w := range it.Nodes {
+			if w.Terminating.IsZero() {
+				continue
+			}
+			end := w.Ready
+			verdict := "none"
+			var first time.Time
+			for _, t := range resets[w.Node] {
+				if t.Before(w.Terminating) || (!end.IsZero() && t.After(end)) {
+					continue
+				}
+				if first.IsZero() || t.Before(first) {
+					first = t
+				}
+			}
+			if !first.IsZero() {
+				verdict = "after-detection"
+				if first.Sub(w.Terminating) <= f.Detection {
+					verdict = "within-detection"
+				}
+			}
+			f.LBVerdicts[verdict]++
+		}
+	}
+	return nil
+}
+
+// countUnanswered reads the failed samples of samples.jsonl for Unanswered.
+func (f *Figures) countUnanswered(path string) error {
+	wait := f.HeaderTimeout / 10
+	var s results.Sample
+	_, err := results.ReadJSONL(path, func(line []byte) error {
+		if !bytes.Contains(line, []byte(`"error_class"`)) {
+			return nil
+		}
+		s = results.Sample{}
+		if err := s.UnmarshalJSON(line); err != nil {
+			return nil // LoadSamples already judged the file; a cut last line is skipped there
+		}
+		switch s.ErrorClass {
+		case results.ClassHeaderTimeout:
+			f.Unanswered++
+		case results.ClassReset, results.ClassEOF, results.ClassClientTimeout:
+			if w := s.Phases.WroteRequest; w > 0 && s.Phases.FirstByte == 0 && s.Duration-w >= wait {
+				f.Unanswered++
+			}
+		}
+		return nil
+	})
+	return err
+}
+
+// phaseOf is node's phase at t in the iteration under way then.
+func phaseOf(tl *report.Timeline, node string, t time.Time) string {
+	it := tl.IterationAt(t)
+	if it == nil {
+		return "no-rollout"
+	}
+	for _, w := range it.Nodes {
+		if w.Node == node {
+			return string(w.PhaseAt(t))
+		}
+	}
+	return string(report.NodePending)
+}
+
+// sinceSIGTERM says when t came relative to node's termination start in the
+// iteration under way.
+func (f *Figures) sinceSIGTERM(tl *report.Timeline, node string, t time.Time) string {
+	if it := tl.IterationAt(t); it != nil {
+		for _, w := range it.Nodes {
+			if w.Node != node || w.Terminating.IsZero() || t.Before(w.Terminating) || (!w.Ready.IsZero() && !t.Before(w.Ready)) {
+				continue
+			}
+			if t.Sub(w.Terminating) <= f.Detection {
+				return "within-detection"
+			}
+			return "after-detection"
+		}
+	}
+	return "outside"
+}
+
+// placements reads placements.json; a folder with a timeline but no
+// placements.json (never rebuilt) is placed here, without apiservers.
+func placements(f *results.Folder, a *report.Analysis, tl *report.Timeline) ([]report.Placement, error) {
+	b, err := os.ReadFile(f.Path(report.PlacementsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		if len(tl.Events) == 0 {
+			return nil, nil
+		}
+		return report.Place(a.Intervals, tl), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Placements []report.Placement `json:"placements"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %v; rebuild it with repro report %s", f.Path(report.PlacementsFile), err, f.Dir())
+	}
+	return doc.Placements, nil
+}
+
+// rolledAt names the node being rolled when poller's interval holding t
+// started.
+func rolledAt(ps []report.Placement, poller string, t time.Time) string {
+	for _, p := range ps {
+		if p.Name == poller && !t.Before(p.From) && t.Before(p.To) {
+			return p.Node
+		}
+	}
+	return ""
+}
+
+var servedByPart = regexp.MustCompile(`([^\s,()]+) \((\d+)\)`)
+
+// parseServedBy reads report.Placement.ServedBy, "master-1 (3), master-2 (1)".
+func parseServedBy(s string) map[string]int64 {
+	out := map[string]int64{}
+	for _, m := range servedByPart.FindAllStringSubmatch(s, -1) {
+		n, _ := strconv.ParseInt(m[2], 10, 64)
+		out[m[1]] += n
+	}
+	return out
+}
+
+// readAttribution reads attribution.jsonl; nil without one.
+func readAttribution(path string) ([]attributionRecord, error) {
+	fh, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	out := []attributionRecord{}
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(strings.TrimSpace(string(b))) == 0 {
+			continue
+		}
+		var r attributionRecord
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("%s line %d: %v; remove or regenerate the file", path, line, err)
+		}
+		out = append(out, r)
+	}
+	return out, sc.Err()
+}
