@@ -239,6 +239,7 @@ func TestRunRolloutOnTheLab(t *testing.T) {
 
 	// Nothing failed, so nothing to attribute, and the summary says so.
 	checkAttributionHealthy(t, out)
+	checkDiagnosis(t, out, "healthy")
 
 	// AWS's connection termination acted (the load balancer reset
 	// connections to each apiserver that turned unhealthy: the lab's own
