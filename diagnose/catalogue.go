@@ -51,11 +51,11 @@ const (
 var catalogue = []Mechanism{
 	{
 		Name: "healthy", Profile: true,
-		Summary:     "The shipped configuration: a 129 s shutdown delay against 20 s of LB detection, restarted apiservers held out until ready, so a rollout costs no request.",
+		Summary:     "The shipped configuration: a 129 s shutdown delay against 20 s of LB detection, restarted apiservers held out until ready, so a rollout costs no request, or single ones (a 429 at a listener's close, a reset by the NLB's connection termination).",
 		Fingerprint: []Check{noFailures()},
 		Timing:      "No disruption at any time of the rollout, whatever its length.",
 		Source:      "openshift/cluster-kube-apiserver-operator pkg/operator/configobservation/apiserver/observe_termination_duration.go (129 s); openshift/installer pkg/asset/manifests/aws/cluster.go (health check 10 s x 2)",
-		RuledOutBy:  "Any failed sample outside a sampler outage.",
+		RuledOutBy:  "More than a few single failed requests on any backend-connection.",
 	},
 	{
 		Name: "late-deregistration", Profile: true,

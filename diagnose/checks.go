@@ -55,10 +55,17 @@ func classNames(cs []results.ErrorClass) string {
 	return strings.Join(s, "/")
 }
 
+// singleLosses is how many failed samples one poller may have in a
+// rollout without a gap to explain: a healthy rollout can lose single
+// requests, a 429 at a listener's close and a reset of a connection the LB
+// opened to a node in the instant before its unhealthy verdict (AWS's
+// connection termination), about one of each per poller per run.
+const singleLosses = 3
+
 func noFailures() Check {
-	return Check{Name: "failed samples", Predicts: "none", eval: func(f *Figures) outcome {
-		return outcome{ok: f.Failures == 0, share: 1 - ratio(f.Failures, f.Samples),
-			evidence: fmt.Sprintf("%d failed of %d samples", f.Failures, f.Samples)}
+	return Check{Name: "failed samples", Predicts: fmt.Sprintf("none, or at most %d single requests on any backend-connection", singleLosses), eval: func(f *Figures) outcome {
+		return outcome{ok: f.MaxPoller <= singleLosses, share: 1 - ratio(f.Failures, f.Samples),
+			evidence: fmt.Sprintf("%d failed of %d samples, at most %d on one backend-connection", f.Failures, f.Samples, f.MaxPoller)}
 	}}
 }
 

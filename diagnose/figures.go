@@ -44,6 +44,8 @@ type Figures struct {
 	// most failures of one reused-connection poller.
 	ByConn          map[results.ConnectionType]int64 `json:"byConnection"`
 	MaxReusedPoller int64                            `json:"maxReusedPoller"`
+	// MaxPoller is the most failures of any one poller.
+	MaxPoller int64 `json:"maxPoller"`
 	// Classes counts failures per error class.
 	Classes map[results.ErrorClass]int64 `json:"classes"`
 	// Timeline says the folder has a rollout timeline; RolledNodes counts
@@ -188,6 +190,9 @@ func Measure(dir string) (*Figures, error) {
 		}
 		if p.Connection == results.ReusedConnections && n > fig.MaxReusedPoller {
 			fig.MaxReusedPoller = n
+		}
+		if n > fig.MaxPoller {
+			fig.MaxPoller = n
 		}
 		fig.Disrupted += p.Disrupted
 	}

@@ -56,7 +56,19 @@ type Options struct {
 	// StopGrace bounds how long an interrupted point may take to write its
 	// partial results after its SIGINT (0: two minutes).
 	StopGrace time.Duration
+	// Floor is the disruption per backend-connection (median per
+	// iteration) at or below which a point counts as without a gap (0:
+	// DefaultFloor).
+	Floor time.Duration
 }
+
+// DefaultFloor is three of the prober's 100 ms poll intervals: a healthy
+// lab rollout can lose single requests (a 429 at a listener's close, a
+// reset of a connection the load balancer opened to a node in the instant
+// before its unhealthy verdict, as AWS's connection termination does), one
+// sample each, and a sweep looking for where a gap stops must not read
+// those as the gap.
+const DefaultFloor = 300 * time.Millisecond
 
 // Point is one value of the sweep.
 type Point struct {
@@ -88,6 +100,20 @@ type Result struct {
 	// Findings say where the gap appears or disappears, in words.
 	Findings    []string `json:"findings"`
 	Interrupted bool     `json:"interrupted"`
+	// FloorSeconds is Options.Floor: a point whose every backend-connection
+	// lost no more than this has no gap.
+	FloorSeconds float64 `json:"floorSeconds"`
+}
+
+// gapped reports whether some backend-connection of p lost more than the
+// floor.
+func (p *Point) gapped(floor float64) bool {
+	for _, v := range p.Seconds {
+		if v > floor {
+			return true
+		}
+	}
+	return false
 }
 
 // ParseSet splits "key=v1,v2,..." into the key and its values.
@@ -121,7 +147,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("cannot create sweep folder %s: %v", o.Out, err)
 	}
-	res := &Result{Key: o.Key, Values: o.Values}
+	if o.Floor <= 0 {
+		o.Floor = DefaultFloor
+	}
+	res := &Result{Key: o.Key, Values: o.Values, FloorSeconds: o.Floor.Seconds()}
 	var firstErr error
 	for i, v := range o.Values {
 		p := Point{Value: v, Dir: PointDir(o.Out, o.Key, v)}
@@ -273,8 +302,10 @@ func backendOf(poller string) string {
 	return best
 }
 
-// findings say where the disruption stops or starts along the sweep:
+// findings say where the gap stops or starts along the sweep:
 // "shutdown-delay >= 3s: no disruption" when it is gone from some value on.
+// A point has a gap when a backend-connection lost more than the floor;
+// below it the finding says what was lost, so nothing is hidden.
 func findings(res *Result) []string {
 	var done []*Point
 	for i := range res.Points {
@@ -285,28 +316,43 @@ func findings(res *Result) []string {
 	if len(done) == 0 {
 		return []string{"no complete point to analyse"}
 	}
+	floor := res.FloorSeconds
+	none := func(p *Point) string {
+		if p.Total == 0 {
+			return "none"
+		}
+		return fmt.Sprintf("%.3f s in all, none over %.3f s on a backend-connection", p.Total, floor)
+	}
 	var out []string
 	for i := 1; i < len(done); i++ {
 		a, b := done[i-1], done[i]
 		switch {
-		case a.Total > 0 && b.Total == 0:
-			out = append(out, fmt.Sprintf("the gap disappears between %s=%s (%.3f s) and %s=%s (none)", res.Key, a.Value, a.Total, res.Key, b.Value))
-		case a.Total == 0 && b.Total > 0:
-			out = append(out, fmt.Sprintf("the gap appears between %s=%s (none) and %s=%s (%.3f s)", res.Key, a.Value, res.Key, b.Value, b.Total))
+		case a.gapped(floor) && !b.gapped(floor):
+			out = append(out, fmt.Sprintf("the gap disappears between %s=%s (%.3f s) and %s=%s (%s)", res.Key, a.Value, a.Total, res.Key, b.Value, none(b)))
+		case !a.gapped(floor) && b.gapped(floor):
+			out = append(out, fmt.Sprintf("the gap appears between %s=%s (%s) and %s=%s (%.3f s)", res.Key, a.Value, none(a), res.Key, b.Value, b.Total))
 		}
 	}
-	// The tail without disruption, if the sweep ends in one after some.
+	// The tail without a gap, if the sweep ends in one after some.
 	tail := len(done)
-	for tail > 0 && done[tail-1].Total == 0 {
+	for tail > 0 && !done[tail-1].gapped(floor) {
 		tail--
+	}
+	word := func(ps []*Point) string {
+		for _, p := range ps {
+			if p.Total > 0 {
+				return fmt.Sprintf("no gap (at most %.3f s on a backend-connection, single requests)", floor)
+			}
+		}
+		return "no disruption"
 	}
 	switch {
 	case tail == 0:
-		out = append(out, fmt.Sprintf("no disruption at any %s in the sweep", res.Key))
+		out = append(out, fmt.Sprintf("%s at any %s in the sweep", word(done), res.Key))
 	case tail < len(done):
-		out = append(out, fmt.Sprintf("%s >= %s: no disruption", res.Key, done[tail].Value))
+		out = append(out, fmt.Sprintf("%s >= %s: %s", res.Key, done[tail].Value, word(done[tail:])))
 	default:
-		out = append(out, fmt.Sprintf("disruption at every %s in the sweep, up to %s=%s (%.3f s)", res.Key, res.Key, done[len(done)-1].Value, done[len(done)-1].Total))
+		out = append(out, fmt.Sprintf("a gap at every %s in the sweep, up to %s=%s (%.3f s)", res.Key, res.Key, done[len(done)-1].Value, done[len(done)-1].Total))
 	}
 	return out
 }

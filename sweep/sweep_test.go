@@ -166,3 +166,34 @@ func TestParseSet(t *testing.T) {
 		}
 	}
 }
+
+// TestFindingsFloor: single lost requests below the floor are not a gap,
+// and the finding says what was lost; more than the floor on one
+// backend-connection is.
+func TestFindingsFloor(t *testing.T) {
+	pt := func(v string, secs map[string]float64) Point {
+		p := Point{Value: v, Status: "complete", Seconds: secs}
+		for _, x := range secs {
+			p.Total += x
+		}
+		return p
+	}
+	res := &Result{Key: "shutdown-delay", FloorSeconds: DefaultFloor.Seconds(), Points: []Point{
+		pt("0s", map[string]float64{"kube-api-new-connections": 1.4, "oauth-api-new-connections": 1.1}),
+		pt("4s", map[string]float64{"kube-api-new-connections": 0.099, "oauth-api-new-connections": 0}),
+		pt("8s", map[string]float64{"kube-api-new-connections": 0, "oauth-api-new-connections": 0}),
+	}}
+	got := strings.Join(findings(res), "\n")
+	for _, want := range []string{
+		"the gap disappears between shutdown-delay=0s (2.500 s) and shutdown-delay=4s (0.099 s in all, none over 0.300 s on a backend-connection)",
+		"shutdown-delay >= 4s: no gap (at most 0.300 s on a backend-connection, single requests)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("findings:\n%s\nwant %q", got, want)
+		}
+	}
+	res.Points[1].Seconds["oauth-api-new-connections"] = 0.4
+	if got := strings.Join(findings(res), "\n"); !strings.Contains(got, "shutdown-delay >= 8s: no disruption") {
+		t.Errorf("0.4 s on one backend-connection is a gap; findings:\n%s", got)
+	}
+}

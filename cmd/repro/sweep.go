@@ -18,7 +18,7 @@ import (
 
 func init() { subcommands = append(subcommands, newSweepCmd) }
 
-const sweepUsage = `repro sweep --scenario apiserver-rollout --lab-set key=v1,v2,... [--iterations N] [--out DIR] [repro run flags...]`
+const sweepUsage = `repro sweep --scenario apiserver-rollout --lab-set key=v1,v2,... [--iterations N] [--out DIR] [--floor 300ms] [repro run flags...]`
 
 func newSweepCmd(_ *rootOptions) *cobra.Command {
 	return &cobra.Command{
@@ -30,7 +30,10 @@ passed on as given (--lab-profile, --baseline, --cool-down, --lab-set k=v,
 --lab-timing, ...). It then writes into DIR: sweep.txt (the disruption of every
 backend-connection, median per iteration, against the value, each point
 compared with the previous one by repro compare's rule, and where the gap
-appears or disappears), sweep.json, sweep.svg and report.html.
+appears or disappears), sweep.json, sweep.svg and report.html. A point has a
+gap when a backend-connection lost more than --floor (default 300ms, three
+poll intervals: single requests a healthy rollout can lose); what it lost
+below that is still shown.
 
 Ctrl-C stops the running point (it keeps its partial results), runs no further
 point, and analyses the complete ones.
@@ -108,6 +111,12 @@ func parseSweepArgs(args []string) (sweep.Options, bool, error) {
 					sets = append(sets, v)
 				} else {
 					o.Forward = append(o.Forward, "--lab-set", v)
+				}
+			}
+		case is(a, "--floor"):
+			if v, err = value(&i, "--floor"); err == nil {
+				if o.Floor, err = time.ParseDuration(v); err != nil || o.Floor <= 0 {
+					err = fmt.Errorf("--floor %q: want a positive duration such as 300ms", v)
 				}
 			}
 		case is(a, "--out-dir"), is(a, "--dry-run"):
