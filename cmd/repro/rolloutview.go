@@ -74,6 +74,12 @@ func (v *rolloutView) stageLine(now time.Time) string {
 	if v.stage == "" {
 		return "starting"
 	}
+	return fmt.Sprintf("%s (%s)", v.stageLabel(), now.Sub(v.since).Truncate(time.Second))
+}
+
+// stageLabel names the stage, its iteration and target revision, e.g.
+// "iteration 1: rollout to revision 2"; v.mu is held.
+func (v *rolloutView) stageLabel() string {
 	s := v.stage
 	if v.iteration > 0 {
 		s = fmt.Sprintf("iteration %d: %s", v.iteration, s)
@@ -81,7 +87,7 @@ func (v *rolloutView) stageLine(now time.Time) string {
 	if v.revision > 0 && v.stage == results.PhaseRollout {
 		s += fmt.Sprintf(" to revision %d", v.revision)
 	}
-	return fmt.Sprintf("%s (%s)", s, now.Sub(v.since).Truncate(time.Second))
+	return s
 }
 
 // nodeLines returns one line per node seen so far, e.g.
@@ -119,13 +125,7 @@ func (v *rolloutView) state() string {
 	if v.stage == "" {
 		return "starting"
 	}
-	s := v.stage
-	if v.iteration > 0 {
-		s = fmt.Sprintf("iteration %d: %s", v.iteration, s)
-	}
-	if v.revision > 0 && v.stage == results.PhaseRollout {
-		s += fmt.Sprintf(" to revision %d", v.revision)
-	}
+	s := v.stageLabel()
 	names := make([]string, 0, len(v.nodes))
 	for n := range v.nodes {
 		names = append(names, n)
