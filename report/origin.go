@@ -168,32 +168,17 @@ func WriteIntervals(w io.Writer, sets ...[]IntervalItem) error {
 	return enc.Encode(IntervalList{Items: all})
 }
 
-// BackendDisruptionList is origin's backend-disruption.json.
-type BackendDisruptionList struct {
-	// BackendDisruptions is keyed by name, e.g. "kube-api-new-connections".
-	BackendDisruptions map[string]*BackendDisruption
-}
+// BackendDisruptionList is origin's backend-disruption list, the one type
+// both files use: repro's backend-disruption.json fills DisruptedDuration to
+// the millisecond (BackendDisruptionFor), origin's
+// backend-disruption_<run id>.json by origin's rounding
+// (origin.BackendDisruptionFor).
+type BackendDisruptionList = origin.BackendDisruptionList
 
-// BackendDisruption is one entry of BackendDisruptionList, with origin's
-// field names (no JSON tags there either).
-type BackendDisruption struct {
-	// Name includes the connection type: "kube-api-new-connections".
-	Name string
-	// BackendName is the same across connection types: "kube-api".
-	BackendName string
-	// ConnectionType is "New" or "Reused", as origin writes it.
-	ConnectionType string
-	// DisruptedDuration is the total disruption, a Go duration string
-	// ("4.312s") rounded to the millisecond. Origin rounds to the second
-	// and counts at least one second per interval; repro does neither.
-	DisruptedDuration  metav1.Duration
-	DisruptionMessages []string
-	// LoadBalancerType, Protocol and TargetAPI default as origin's
-	// apiserver backends do ("external-lb", "http1", the backend name).
-	LoadBalancerType string
-	Protocol         string
-	TargetAPI        string
-}
+// BackendDisruption is one entry of BackendDisruptionList. LoadBalancerType,
+// Protocol and TargetAPI default as origin's apiserver backends do
+// ("external-lb", "http1", the backend name) in repro's file.
+type BackendDisruption = origin.BackendDisruption
 
 // BackendDisruptionFor builds backend-disruption.json: one entry per poller,
 // zero-disruption pollers included, as origin lists every backend it
