@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Regenerates the embedded build modules of the lab's binaries
-# (lab/binaries/<name>/*.src) for the versions below. They are separate
+# (lab/binaries/kube-apiserver-<version>/*.src, lab/binaries/etcd/*.src) for
+# the versions below. They are separate
 # modules because k8s.io/kubernetes replaces its staging modules, which must
 # not reach repro's own go.mod. Run after changing a version, then rebuild
 # with `go run ./cmd/repro lab build`.
 set -euo pipefail
 
-KUBE_VERSION=${KUBE_VERSION:-v1.34.4}
+# The lab's default first, then the Kubernetes of OpenShift 4.17 and 4.16.
+KUBE_VERSIONS=${KUBE_VERSIONS:-v1.34.4 v1.30.14 v1.29.6}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.4}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
@@ -16,23 +18,24 @@ export GOWORK=off GOFLAGS=-mod=mod
 # kube-apiserver: k8s.io/kubernetes requires its staging modules at v0.0.0
 # and replaces them with ./staging paths; a consumer must replace each with
 # the matching v0.x release.
-kdir=$work/kube-apiserver
-mkdir -p "$kdir"
-cd "$kdir"
-go mod init repro.local/lab/kube-apiserver >/dev/null 2>&1
-go mod edit -go=1.24.0
-staging_minor=v0.${KUBE_VERSION#v1.}
-modfile=$(go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')
-{
-	echo
-	echo "replace ("
-	for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$modfile" | sort); do
-		case $m in k8s.io/sample-cli-plugin|k8s.io/sample-controller) continue ;; esac
-		printf '\t%s => %s %s\n' "$m" "$m" "$staging_minor"
-	done
-	echo ")"
-} >>go.mod
-cat >tools.go <<'GO'
+for KUBE_VERSION in $KUBE_VERSIONS; do
+	kdir=$work/kube-apiserver-$KUBE_VERSION
+	mkdir -p "$kdir"
+	cd "$kdir"
+	go mod init repro.local/lab/kube-apiserver >/dev/null 2>&1
+	go mod edit -go=1.24.0
+	staging_minor=v0.${KUBE_VERSION#v1.}
+	modfile=$(go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')
+	{
+		echo
+		echo "replace ("
+		for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$modfile" | sort); do
+			case $m in k8s.io/sample-cli-plugin|k8s.io/sample-controller) continue ;; esac
+			printf '\t%s => %s %s\n' "$m" "$m" "$staging_minor"
+		done
+		echo ")"
+	} >>go.mod
+	cat >tools.go <<'GO'
 //go:build tools
 
 // Package tools pins the kube-apiserver command so go mod tidy keeps its dependencies.
@@ -40,16 +43,30 @@ package tools
 
 import _ "k8s.io/kubernetes/cmd/kube-apiserver"
 GO
-go get "k8s.io/kubernetes@${KUBE_VERSION}"
-go mod tidy
-# Keep the replace block last, where readers of the file look for it.
-awk '/^replace \($/{inblk=1} inblk{blk=blk $0 "\n"; if ($0==")") {inblk=0; skip=1}; next} skip && /^$/{skip=0; next} {skip=0; print} END{printf "\n%s", blk}' go.mod >go.mod.new
-mv go.mod.new go.mod
-go mod edit -fmt
-dst=$root/lab/binaries/kube-apiserver
-cp go.mod "$dst/go.mod.src"
-cp go.sum "$dst/go.sum.src"
-cp tools.go "$dst/tools.go.src"
+	case $KUBE_VERSION in
+	v1.29.* | v1.30.*)
+		# These still link the in-tree cloud providers, and the module proxy
+		# no longer serves k8s.io/legacy-cloud-providers at v0.29/v0.30:
+		# resolve with kubernetes' "providerless" tag (binaries.Spec.Tags)
+		# and let tidy skip what only the providers' tests import.
+		GOFLAGS="-mod=mod -tags=providerless" go get "k8s.io/kubernetes/cmd/kube-apiserver@${KUBE_VERSION}"
+		GOFLAGS="-mod=mod -tags=providerless" go mod tidy -e 2>/dev/null || true
+		;;
+	*)
+		go get "k8s.io/kubernetes@${KUBE_VERSION}"
+		go mod tidy
+		;;
+	esac
+	# Keep the replace block last, where readers of the file look for it.
+	awk '/^replace \($/{inblk=1} inblk{blk=blk $0 "\n"; if ($0==")") {inblk=0; skip=1}; next} skip && /^$/{skip=0; next} {skip=0; print} END{printf "\n%s", blk}' go.mod >go.mod.new
+	mv go.mod.new go.mod
+	go mod edit -fmt
+	dst=$root/lab/binaries/kube-apiserver-$KUBE_VERSION
+	mkdir -p "$dst"
+	cp go.mod "$dst/go.mod.src"
+	cp go.sum "$dst/go.sum.src"
+	cp tools.go "$dst/tools.go.src"
+done
 
 # etcd: the server's own entry point (etcdmain), built as a small main module.
 edir=$work/etcd
@@ -76,4 +93,4 @@ dst=$root/lab/binaries/etcd
 cp go.mod "$dst/go.mod.src"
 cp go.sum "$dst/go.sum.src"
 cp main.go "$dst/main.go.src"
-echo "updated lab build modules: kube-apiserver ${KUBE_VERSION}, etcd ${ETCD_VERSION}"
+echo "updated lab build modules: kube-apiserver ${KUBE_VERSIONS}, etcd ${ETCD_VERSION}"

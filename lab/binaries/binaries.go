@@ -1,5 +1,6 @@
 // Package binaries builds and caches the programs the lab runs: kube-apiserver
-// and etcd at the versions OpenShift's Kubernetes pins.
+// (the Kubernetes of a current OpenShift by default, and those of OpenShift
+// 4.16 and 4.17 on request) and etcd at the version Kubernetes pins.
 //
 // They are built from the Go module proxy in modules of their own, never the
 // repro module, because kube-apiserver's dependency graph (k8s.io/kubernetes
@@ -36,7 +37,7 @@ import (
 	"golang.org/x/term"
 )
 
-//go:embed kube-apiserver/*.src etcd/*.src
+//go:embed kube-apiserver-*/*.src etcd/*.src
 var sources embed.FS
 
 // Spec describes one buildable program.
@@ -50,6 +51,15 @@ type Spec struct {
 	// LDFlags are passed to go build; kube-apiserver needs its version stamped
 	// so clients (and the operator) see v1.34.4 rather than v0.0.0.
 	LDFlags string
+	// Tags are build tags for every go command on the module. Kubernetes
+	// before 1.31 still links its in-tree cloud providers, one of which
+	// (k8s.io/legacy-cloud-providers) the module proxy no longer serves at
+	// v0.29/v0.30; kubernetes' own "providerless" tag leaves them out, as
+	// kube-apiserver on OpenShift has no use for them.
+	Tags string
+	// Release names the OpenShift release that ships this version, for
+	// listings and labels ("" when none is claimed).
+	Release string
 	// dir is the folder of the embedded module files.
 	dir string
 	// ColdBuild is the measured cold build time on 2 cores, shown before the
@@ -57,15 +67,56 @@ type Spec struct {
 	ColdBuild time.Duration
 }
 
-// KubeAPIServer is kube-apiserver v1.34.4, the Kubernetes release the lab pins.
-var KubeAPIServer = Spec{
-	Name:    "kube-apiserver",
-	Version: "v1.34.4",
-	Package: "k8s.io/kubernetes/cmd/kube-apiserver",
-	LDFlags: "-s -w -X k8s.io/component-base/version.gitVersion=v1.34.4 " +
-		"-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34",
-	dir:       "kube-apiserver",
-	ColdBuild: 4 * time.Minute,
+// kubeAPIServer is the Spec of one kube-apiserver release built from
+// k8s.io/kubernetes at version (vX.Y.Z), its module files in
+// kube-apiserver-<version>/.
+func kubeAPIServer(version, release, tags string, cold time.Duration) Spec {
+	major, minor, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	return Spec{
+		Name:    "kube-apiserver",
+		Version: version,
+		Package: "k8s.io/kubernetes/cmd/kube-apiserver",
+		LDFlags: "-s -w -X k8s.io/component-base/version.gitVersion=" + version +
+			" -X k8s.io/component-base/version.gitMajor=" + major + " -X k8s.io/component-base/version.gitMinor=" + minor,
+		Tags:      tags,
+		Release:   release,
+		dir:       "kube-apiserver-" + version,
+		ColdBuild: cold,
+	}
+}
+
+// KubeAPIServer is kube-apiserver v1.34.4, the Kubernetes of OpenShift 4.21
+// and the lab's default.
+var KubeAPIServer = kubeAPIServer("v1.34.4", "OpenShift 4.21", "", 4*time.Minute)
+
+// KubeAPIServers lists every kube-apiserver release the lab can build,
+// default first: OpenShift 4.16 ships Kubernetes 1.29 and 4.17 ships 1.30,
+// the releases a 4.16 -> 4.17 regression is bisected between (the module
+// proxy serves k8s.io/kubernetes v1.29.6 and v1.30.14, the newest patch
+// releases of each here).
+var KubeAPIServers = []Spec{
+	KubeAPIServer,
+	kubeAPIServer("v1.30.14", "OpenShift 4.17", "providerless", 5*time.Minute),
+	kubeAPIServer("v1.29.6", "OpenShift 4.16", "providerless", 5*time.Minute),
+}
+
+// KubeAPIServerFor returns the Spec of a kube-apiserver release by version
+// ("v1.29.6" or "1.29.6"; "" is the default), or a one-line error naming the
+// versions there are.
+func KubeAPIServerFor(version string) (Spec, error) {
+	if version == "" {
+		return KubeAPIServer, nil
+	}
+	v := "v" + strings.TrimPrefix(version, "v")
+	var have []string
+	for _, s := range KubeAPIServers {
+		if s.Version == v {
+			return s, nil
+		}
+		have = append(have, s.Version+" ("+s.Release+")")
+	}
+	return Spec{}, fmt.Errorf("kube-apiserver %s is not one the lab builds: use one of %s, or pass --kube-apiserver PATH for any other build", version, strings.Join(have, ", "))
 }
 
 // Etcd is etcd v3.6.4, the version Kubernetes 1.34 pins.
@@ -125,6 +176,10 @@ func (s Spec) sourceHash() (string, error) {
 		h.Write(b)
 	}
 	fmt.Fprintf(h, "%s\x00%s\x00%s", s.Package, s.LDFlags, s.Version)
+	if s.Tags != "" {
+		// Only when set, so adding the field left older builds' stamps valid.
+		fmt.Fprintf(h, "\x00%s", s.Tags)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
@@ -226,11 +281,15 @@ func writeSources(s Spec, dir string) error {
 	return nil
 }
 
-func goEnv(dir string) []string {
+func goEnv(s Spec, dir string) []string {
 	env := os.Environ()
 	// The user's GOFLAGS (say -mod=vendor) and a go.work above the cache dir
 	// must not change how the pinned module builds.
-	return append(env, "GOFLAGS=-mod=mod -buildvcs=false", "GOWORK=off", "PWD="+dir)
+	flags := "GOFLAGS=-mod=mod -buildvcs=false"
+	if s.Tags != "" {
+		flags += " -tags=" + s.Tags
+	}
+	return append(env, flags, "GOWORK=off", "PWD="+dir)
 }
 
 func build(ctx context.Context, goBin string, s Spec, root, out string, progress io.Writer) error {
@@ -251,7 +310,7 @@ func build(ctx context.Context, goBin string, s Spec, root, out string, progress
 	// is a large share of the wait and prints nothing itself.
 	say("  downloading modules...")
 	dl := exec.CommandContext(ctx, goBin, "mod", "download")
-	dl.Dir, dl.Env = dir, goEnv(dir)
+	dl.Dir, dl.Env = dir, goEnv(s, dir)
 	if b, err := dl.CombinedOutput(); err != nil {
 		return fmt.Errorf("downloading %s's modules: %v: %s", s.Name, err, tail(string(b), 10))
 	}
@@ -261,7 +320,7 @@ func build(ctx context.Context, goBin string, s Spec, root, out string, progress
 	// Packages already in the build cache print nothing, so a warm cache
 	// finishes early; the total is an upper bound, never a guess low.
 	ls := exec.CommandContext(ctx, goBin, "list", "-deps", "-f", "{{.ImportPath}}", s.Package)
-	ls.Dir, ls.Env = dir, goEnv(dir)
+	ls.Dir, ls.Env = dir, goEnv(s, dir)
 	lsOut, err := ls.Output()
 	if err != nil {
 		return fmt.Errorf("listing %s's packages: %v", s.Name, err)
@@ -278,7 +337,7 @@ func build(ctx context.Context, goBin string, s Spec, root, out string, progress
 		return err
 	}
 	cmd := exec.CommandContext(ctx, goBin, "build", "-v", "-trimpath", "-ldflags", s.LDFlags, "-o", tmp, s.Package)
-	cmd.Dir, cmd.Env = dir, goEnv(dir)
+	cmd.Dir, cmd.Env = dir, goEnv(s, dir)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return err

@@ -36,11 +36,55 @@ func TestSourcesAreCompleteModules(t *testing.T) {
 			t.Errorf("%s go.mod is not the lab's build module:\n%s", s.Name, mod)
 		}
 	}
-	kas, _ := sources.ReadFile("kube-apiserver/go.mod.src")
-	// Every staging module must be replaced to the matching release, or the
-	// build resolves v0.0.0 and fails.
-	if n := strings.Count(string(kas), "=> k8s.io/"); n < 29 {
-		t.Errorf("kube-apiserver module replaces %d staging modules, want 29", n)
+	for _, s := range KubeAPIServers {
+		mod, err := sources.ReadFile(s.dir + "/go.mod.src")
+		if err != nil {
+			t.Fatalf("%s %s: %v", s.Name, s.Version, err)
+		}
+		// Every staging module must be replaced to the matching release
+		// (v1.29.6 -> v0.29.6), or the build resolves v0.0.0 and fails.
+		staging := "v0." + strings.TrimPrefix(s.Version, "v1.")
+		if n := strings.Count(string(mod), "=> k8s.io/"); n < 25 {
+			t.Errorf("%s module replaces %d staging modules, want every one (25 or more)", s.Version, n)
+		}
+		for _, l := range strings.Split(string(mod), "\n") {
+			if strings.Contains(l, "=> k8s.io/") && !strings.HasSuffix(strings.TrimSpace(l), " "+staging) {
+				t.Errorf("%s module replaces a staging module to another release: %q", s.Version, strings.TrimSpace(l))
+			}
+		}
+		if !strings.Contains(string(mod), "k8s.io/kubernetes "+s.Version) {
+			t.Errorf("%s module does not require k8s.io/kubernetes %s", s.Version, s.Version)
+		}
+	}
+}
+
+func TestKubeAPIServerForNamesTheReleases(t *testing.T) {
+	for _, v := range []string{"", "v1.34.4", "1.29.6", "v1.30.14"} {
+		s, err := KubeAPIServerFor(v)
+		if err != nil {
+			t.Fatalf("KubeAPIServerFor(%q): %v", v, err)
+		}
+		if v != "" && s.Version != "v"+strings.TrimPrefix(v, "v") {
+			t.Errorf("KubeAPIServerFor(%q) = %s", v, s.Version)
+		}
+		if !strings.Contains(s.LDFlags, "gitVersion="+s.Version) || !strings.Contains(s.LDFlags, "gitMinor="+strings.Split(s.Version, ".")[1]) {
+			t.Errorf("%s is not stamped with its version: %s", s.Version, s.LDFlags)
+		}
+	}
+	_, err := KubeAPIServerFor("v1.31.0")
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "v1.29.6 (OpenShift 4.16)") || !strings.Contains(err.Error(), "--kube-apiserver PATH") {
+		t.Fatalf("unknown version: %v", err)
+	}
+}
+
+func TestBuildTagsChangeTheSourceHash(t *testing.T) {
+	// v1.29.6 built without providerless is another binary (or no binary).
+	s := KubeAPIServer
+	h1, _ := s.sourceHash()
+	s.Tags = "providerless"
+	h2, _ := s.sourceHash()
+	if h1 == h2 {
+		t.Fatal("build tags do not change the source hash")
 	}
 }
 
