@@ -52,6 +52,8 @@ type Lab struct {
 	pki     *pki.Bundle
 	kasBin  string
 	etcdBin string
+	// kubeVersion is what kasBin reports, which picks its flags.
+	kubeVersion KubeVersion
 
 	etcd    *proc.Process
 	etcdURL string
@@ -101,9 +103,16 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	}()
 	began := time.Now()
 
-	if l.kasBin, err = resolveBinary(ctx, opts.KubeAPIServer, binaries.KubeAPIServer, opts.BuildProgress); err != nil {
+	kas, err := binaries.KubeAPIServerFor(opts.KubeVersion)
+	if err != nil {
 		return nil, err
 	}
+	if l.kasBin, err = resolveBinary(ctx, opts.KubeAPIServer, kas, opts.BuildProgress); err != nil {
+		return nil, err
+	}
+	l.kubeVersion = binaryVersion(ctx, l.kasBin)
+	l.log.Info("kube-apiserver", zap.String("binary", l.kasBin), zap.String("version", l.kubeVersion.String()),
+		zap.String("featureGates", featureGatesFor(l.kubeVersion.Minor)))
 	if l.etcdBin, err = resolveBinary(ctx, opts.Etcd, binaries.Etcd, opts.BuildProgress); err != nil {
 		return nil, err
 	}
@@ -324,6 +333,10 @@ func freePort() (int, error) {
 }
 
 func (l *Lab) etcdAddr() string { return l.etcdURL[len("http://"):] }
+
+// KubeVersion is the release of the kube-apiserver the lab runs, as its
+// binary reported it.
+func (l *Lab) KubeVersion() KubeVersion { return l.kubeVersion }
 
 // URL is the load balancer's URL: the lab's API endpoint.
 func (l *Lab) URL() string { return "https://" + l.lb.Addr() }

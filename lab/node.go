@@ -164,11 +164,9 @@ func (n *Node) args() []string {
 		"--shutdown-send-retry-after=true",
 		"--cert-dir=" + filepath.Join(n.lab.dir, "certs-"+n.name),
 		"--profiling=false",
-		// Each apiserver's identity lease is named from a hash of the
-		// hostname; three apiservers on one host would share one lease and
-		// conflict on it every 10 s. Cluster nodes have distinct hostnames;
-		// the lab turns the (beta) identity leases off instead.
-		"--feature-gates=APIServerIdentity=false",
+		// Per release (versions.go): identity leases off, and what an
+		// older release needs to serve the lab's CRDs.
+		"--feature-gates=" + featureGatesFor(n.lab.kubeVersion.Minor),
 		// -v=1 makes the apiserver log its [graceful-termination] steps,
 		// which the lab turns into OpenShift's termination Events.
 		"--v=1",

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/repro-tools/repro/lab/binaries"
 	"github.com/repro-tools/repro/lab/lb"
 )
 
@@ -20,6 +21,10 @@ type Options struct {
 	// KubeAPIServer is a kube-apiserver binary to run instead of the built
 	// and cached v1.34.4 (a patched fork, a candidate fix).
 	KubeAPIServer string
+	// KubeVersion picks the built kube-apiserver release
+	// (binaries.KubeAPIServers: "" is v1.34.4, v1.30.14 is OpenShift 4.17's,
+	// v1.29.6 OpenShift 4.16's); it is built on first use.
+	KubeVersion string
 	// Etcd is an etcd binary to run instead of the built and cached v3.6.4.
 	Etcd string
 	// BuildProgress receives build progress when a binary must be built
@@ -146,8 +151,13 @@ func (o Options) validate() error {
 		return fmt.Errorf("minimum ready time must not be negative, got %s", o.MinReadyTime)
 	case o.Health.Protocol != "" && o.Health.Protocol != lb.HealthHTTPS && o.Health.Protocol != lb.HealthTCP:
 		return fmt.Errorf("load balancer health check must be %s or %s, got %q", lb.HealthHTTPS, lb.HealthTCP, o.Health.Protocol)
+	case o.KubeAPIServer != "" && o.KubeVersion != "":
+		return fmt.Errorf("--kube-apiserver %s and --lab-kube-version %s both pick the apiserver: give one", o.KubeAPIServer, o.KubeVersion)
 	case o.Faults.LB.LateDeregistration < 0 || o.Faults.LB.Blackhole < 0 || o.Faults.EtcdStall < 0 || o.Faults.EtcdStallAfter < 0 || o.Faults.EtcdCheckTimeout < 0:
 		return fmt.Errorf("fault durations must not be negative: %+v", o.Faults)
+	}
+	if _, err := binaries.KubeAPIServerFor(o.KubeVersion); err != nil {
+		return err
 	}
 	for _, n := range o.Faults.EtcdStallOn {
 		var i int
