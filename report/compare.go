@@ -333,6 +333,9 @@ func runLabel(run *results.Run, dir string) string {
 				if tm, ok := l["timing"].(string); ok && tm != "" && tm != "fast" {
 					parts = append(parts, tm+" timing")
 				}
+				if v, ok := l["kubeVersion"].(string); ok && v != "" && l["kubeDefault"] != true {
+					parts = append(parts, "kube-apiserver "+v)
+				}
 				p = strings.Join(parts, ", ")
 			}
 			if p != "" {

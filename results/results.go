@@ -362,7 +362,11 @@ func (r *Run) LabLine() string {
 	if v, ok := r.Settings["probeTimeout"]; ok {
 		probe = fmt.Sprint(v)
 	}
-	return fmt.Sprintf("profile %s, timing %s: shutdown delay %s, grace %s, LB health check every %s (timeout %s, %s/%s), probe timeout %s",
+	kube := ""
+	if v := str("kubeVersion"); v != "?" {
+		kube = "kube-apiserver " + v + ", "
+	}
+	return fmt.Sprintf(kube+"profile %s, timing %s: shutdown delay %s, grace %s, LB health check every %s (timeout %s, %s/%s), probe timeout %s",
 		profile, timing, str("shutdownDelay"), str("gracePeriod"), str("lbHealthInterval"), str("lbHealthTimeout"),
 		str("lbHealthyThreshold"), str("lbUnhealthyThreshold"), probe)
 }

@@ -30,26 +30,70 @@ Force a rollout against it as on OpenShift:
   oc --kubeconfig FILE patch kubeapiserver cluster --type=merge \
     -p '{"spec":{"forceRedeploymentReason":"test-1"}}'`,
 	}
-	cmd.AddCommand(newLabBuildCmd(o), newLabUpCmd(o), newLabProfilesCmd(o))
+	cmd.AddCommand(newLabBuildCmd(o), newLabUpCmd(o), newLabProfilesCmd(o), newLabVersionsCmd(o))
 	return cmd
 }
 
 func newLabBuildCmd(o *rootOptions) *cobra.Command {
-	return &cobra.Command{
+	var versions []string
+	cmd := &cobra.Command{
 		Use:   "build",
 		Short: "Build and cache the lab's kube-apiserver and etcd now instead of on first use",
 		Long: `Builds kube-apiserver ` + binaries.KubeAPIServer.Version + ` and etcd ` + binaries.Etcd.Version + ` from the Go
 module proxy into the user cache (about 4 minutes cold on 2 cores, once), so
-later lab starts take seconds. Needs a Go toolchain on PATH.`,
+later lab starts take seconds. --lab-kube-version builds other releases too
+(repro lab versions lists them). Needs a Go toolchain on PATH.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, s := range binaries.All {
+			specs := append([]binaries.Spec{}, binaries.All...)
+			for _, v := range versions {
+				s, err := binaries.KubeAPIServerFor(v)
+				if err != nil {
+					return fmt.Errorf("--lab-kube-version: %w", err)
+				}
+				specs = append(specs, s)
+			}
+			for _, s := range specs {
 				start := time.Now()
 				p, err := binaries.Ensure(cmd.Context(), s, binaries.Options{Progress: os.Stderr})
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %s (%s)\n", s.Name, s.Version, p, time.Since(start).Round(time.Millisecond))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringSliceVar(&versions, "lab-kube-version", nil, "also build these kube-apiserver releases (comma-separated, e.g. v1.29.6,v1.30.14)")
+	return cmd
+}
+
+func newLabVersionsCmd(o *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "versions",
+		Short: "List the kube-apiserver releases the lab can build, and which are built",
+		Long: `Lists every kube-apiserver release --lab-kube-version takes, the OpenShift
+release that ships it, and whether it is built and cached (the first run with a
+release builds it, about 3-5 minutes on 2 cores). Any other build runs with
+--kube-apiserver PATH.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%-10s %-16s %-8s %s\n", "VERSION", "SHIPPED IN", "DEFAULT", "BUILT")
+			for _, s := range binaries.KubeAPIServers {
+				p, ok, err := binaries.Path(s, binaries.Options{})
+				if err != nil {
+					return err
+				}
+				built := "no (built on first use, about " + s.ColdBuild.String() + ")"
+				if ok {
+					built = p
+				}
+				def := ""
+				if s.Version == binaries.KubeAPIServer.Version {
+					def = "yes"
+				}
+				fmt.Fprintf(w, "%-10s %-16s %-8s %s\n", s.Version, s.Release, def, built)
 			}
 			return nil
 		},
@@ -129,6 +173,7 @@ func (f *labFlags) bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.timing, "lab-timing", lab.TimingFast.Name, "the lab's time scale: fast (every AWS duration, the probe timeout too, divided by 10; about 2 minutes a run) or aws (as on AWS; about 8.5 minutes)")
 	fl.StringVar(&f.opts.KubeAPIServer, "kube-apiserver", "", "kube-apiserver binary to run instead of the built "+binaries.KubeAPIServer.Version+" (a patched fork, a candidate fix)")
+	fl.StringVar(&f.opts.KubeVersion, "lab-kube-version", "", "kube-apiserver release to build and run: "+kubeVersionsHelp()+" (repro lab versions)")
 	fl.StringVar(&f.opts.Etcd, "etcd", "", "etcd binary to run instead of the built "+binaries.Etcd.Version)
 	fl.StringVar(&f.opts.Listen, "listen", d.Listen, "load balancer address; a fixed port must be free")
 	fl.IntVar(&f.opts.Nodes, "nodes", d.Nodes, "number of control-plane nodes")
@@ -210,6 +255,7 @@ func newLabUpCmd(o *rootOptions) *cobra.Command {
 			if opts.Profile != "" || len(f.sets) > 0 {
 				fmt.Fprintf(out, "  profile:             %s %s\n", opts.Profile, strings.Join(f.sets, " "))
 			}
+			fmt.Fprintf(out, "  kube-apiserver:      %s\n", l.KubeVersion())
 			fmt.Fprintf(out, "  API (load balancer): %s\n", l.URL())
 			fmt.Fprintf(out, "  kubeconfig:          %s\n", kubeconfigOut)
 			for _, n := range l.Nodes() {
@@ -236,4 +282,17 @@ func newLabUpCmd(o *rootOptions) *cobra.Command {
 	f.bind(cmd)
 	cmd.Flags().StringVar(&kubeconfigOut, "kubeconfig-out", "", "write the admin kubeconfig here (default: inside the lab's directory)")
 	return cmd
+}
+
+// kubeVersionsHelp names the releases --lab-kube-version takes.
+func kubeVersionsHelp() string {
+	var vs []string
+	for _, s := range binaries.KubeAPIServers {
+		v := s.Version + " (" + s.Release
+		if s.Version == binaries.KubeAPIServer.Version {
+			v += ", the default"
+		}
+		vs = append(vs, v+")")
+	}
+	return strings.Join(vs, ", ")
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/repro-tools/repro/attribute"
 	"github.com/repro-tools/repro/lab"
+	"github.com/repro-tools/repro/lab/binaries"
 	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
@@ -497,6 +498,9 @@ func labSettings(l *lab.Lab, sets []string) map[string]any {
 		"lbUnhealthyThreshold": o.Health.UnhealthyThreshold, "kubeAPIServer": o.KubeAPIServer,
 		"timing": o.Timing.Name, "timingFactor": o.Timing.Factor,
 		"profile": o.Profile, "knobs": lab.Settings(o),
+		// The release as the binary reported it, and whether it is the
+		// lab's default, so labels name a release only where it differs.
+		"kubeVersion": l.KubeVersion().String(), "kubeDefault": l.KubeVersion().GitVersion == binaries.KubeAPIServer.Version && o.KubeAPIServer == "",
 	}
 }
 
