@@ -44,6 +44,10 @@ type Options struct {
 	// Key and Values are the swept lab knob and its values, in order.
 	Key    string
 	Values []string
+	// Flag, when set, is the repro run flag that takes each value as it is
+	// (--lab-kube-version v1.29.6), for what is a flag of its own rather
+	// than a lab knob (--lab-set Key=value, the default).
+	Flag string
 	// Iterations is passed as --iterations when above 0.
 	Iterations int
 	// Forward are the other flags of repro run, passed as given.
@@ -201,6 +205,9 @@ func logf(w io.Writer, format string, args ...any) {
 // runPoint runs `repro run` for one value and returns its exit code.
 func runPoint(ctx context.Context, o Options, p Point) (int, error) {
 	args := []string{"run", "--scenario", o.Scenario, "--out", p.Dir, "--lab", "--lab-set", o.Key + "=" + p.Value}
+	if o.Flag != "" {
+		args = []string{"run", "--scenario", o.Scenario, "--out", p.Dir, "--lab", o.Flag, p.Value}
+	}
 	if o.Iterations > 0 {
 		args = append(args, "--iterations", fmt.Sprint(o.Iterations))
 	}

@@ -34,6 +34,11 @@ func fakeRun(args []string) int {
 			if strings.HasPrefix(args[i+1], "shutdown-delay=") {
 				set = args[i+1]
 			}
+		case "--lab-kube-version":
+			// Stands for a release whose rollout loses requests.
+			if args[i+1] == "v1.30.14" {
+				set = "shutdown-delay=0s"
+			}
 		}
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -118,6 +123,29 @@ func TestSweepFindsWhereTheGapStops(t *testing.T) {
 	svg, _ := os.ReadFile(filepath.Join(o.Out, PlotFile))
 	if !strings.HasPrefix(string(svg), "<svg") || strings.Count(string(svg), "<polyline") != len(res.Pollers)+1 {
 		t.Errorf("plot has %d lines for %d backend-connections and the total", strings.Count(string(svg), "<polyline"), len(res.Pollers))
+	}
+}
+
+// A release is swept through its own flag, each point named by it.
+func TestSweepOverKubeVersions(t *testing.T) {
+	o := options(t, "v1.29.6", "v1.30.14")
+	o.Key, o.Flag = "lab-kube-version", "--lab-kube-version"
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) != 2 || res.Points[0].Total != 0 || res.Points[1].Total <= 0 {
+		t.Fatalf("points %+v", res.Points)
+	}
+	if got := strings.Join(res.Findings, "\n"); !strings.Contains(got, "the gap appears between lab-kube-version=v1.29.6 (none) and lab-kube-version=v1.30.14") {
+		t.Fatalf("findings %q", got)
+	}
+	args, err := os.ReadFile(filepath.Join(o.Out, "lab-kube-version=v1.30.14", "args.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(args), "--lab --lab-kube-version v1.30.14 --iterations 1") || strings.Contains(string(args), "--lab-set lab-kube-version") {
+		t.Errorf("point args %q", args)
 	}
 }
 

@@ -12,20 +12,23 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/repro-tools/repro/lab"
+	"github.com/repro-tools/repro/lab/binaries"
 	"github.com/repro-tools/repro/results"
 	"github.com/repro-tools/repro/sweep"
 )
 
 func init() { subcommands = append(subcommands, newSweepCmd) }
 
-const sweepUsage = `repro sweep --scenario apiserver-rollout --lab-set key=v1,v2,... [--iterations N] [--out DIR] [--floor 300ms] [repro run flags...]`
+const sweepUsage = `repro sweep --scenario apiserver-rollout (--lab-set key=v1,v2,... | --lab-kube-version v1,v2,...) [--iterations N] [--out DIR] [--floor 300ms] [repro run flags...]`
 
 func newSweepCmd(_ *rootOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "sweep --scenario NAME --lab-set key=v1,v2,... [--iterations N] [--out DIR] [run flags]",
+		Use:   "sweep --scenario NAME (--lab-set key=v1,v2,... | --lab-kube-version v1,v2,...) [--iterations N] [--out DIR] [run flags]",
 		Short: "Run a lab scenario once per value of one knob and tabulate the disruption against it",
 		Long: `Sweep runs "repro run" of this binary on the lab once per value of one knob
-(--lab-set key=v1,v2,...), each in DIR/<key>=<value>, with every other flag
+(--lab-set key=v1,v2,...) or per kube-apiserver release (--lab-kube-version
+v1.29.6,v1.30.14: the Kubernetes of OpenShift 4.16 against 4.17's; see repro
+lab versions), each in DIR/<key>=<value>, with every other flag
 passed on as given (--lab-profile, --baseline, --cool-down, --lab-set k=v,
 --lab-timing, ...). It then writes into DIR: sweep.txt (the disruption of every
 backend-connection, median per iteration, against the value, each point
@@ -53,6 +56,16 @@ Usage:
 				return fmt.Errorf("cannot find the repro binary to run: %v", err)
 			}
 			o.Log, o.Output = cmd.ErrOrStderr(), nil
+			if o.Flag == "--lab-kube-version" {
+				// Build every release first, in the open: a point's own
+				// output is discarded, and a first build takes minutes.
+				for _, v := range o.Values {
+					s, _ := binaries.KubeAPIServerFor(v)
+					if _, err := binaries.Ensure(cmd.Context(), s, binaries.Options{Progress: cmd.ErrOrStderr()}); err != nil {
+						return err
+					}
+				}
+			}
 			res, err := sweep.Run(cmd.Context(), o)
 			if res != nil {
 				if werr := sweep.WriteTable(cmd.OutOrStdout(), res); werr != nil && err == nil {
@@ -75,7 +88,7 @@ Usage:
 // for repro run, in order.
 func parseSweepArgs(args []string) (sweep.Options, bool, error) {
 	var o sweep.Options
-	var sets []string
+	var sets, versions []string
 	value := func(i *int, name string) (string, error) {
 		a := args[*i]
 		if v, ok := strings.CutPrefix(a, name+"="); ok {
@@ -113,6 +126,14 @@ func parseSweepArgs(args []string) (sweep.Options, bool, error) {
 					o.Forward = append(o.Forward, "--lab-set", v)
 				}
 			}
+		case is(a, "--lab-kube-version"):
+			if v, err = value(&i, "--lab-kube-version"); err == nil {
+				if strings.Contains(v, ",") {
+					versions = append(versions, v)
+				} else {
+					o.Forward = append(o.Forward, "--lab-kube-version", v)
+				}
+			}
 		case is(a, "--floor"):
 			if v, err = value(&i, "--floor"); err == nil {
 				if o.Floor, err = time.ParseDuration(v); err != nil || o.Floor <= 0 {
@@ -131,15 +152,28 @@ func parseSweepArgs(args []string) (sweep.Options, bool, error) {
 	if o.Scenario == "" {
 		return o, false, fmt.Errorf("--scenario is required; usage: %s", sweepUsage)
 	}
-	if len(sets) != 1 {
-		return o, false, fmt.Errorf("name exactly one knob to sweep as --lab-set key=v1,v2,... (got %d); usage: %s", len(sets), sweepUsage)
+	if len(sets)+len(versions) != 1 {
+		return o, false, fmt.Errorf("name exactly one thing to sweep, as --lab-set key=v1,v2,... or --lab-kube-version v1,v2,... (got %d); usage: %s", len(sets)+len(versions), sweepUsage)
 	}
-	var err error
-	if o.Key, o.Values, err = sweep.ParseSet(sets[0]); err != nil {
-		return o, false, err
-	}
-	if !slices.Contains(lab.KnobKeys(), o.Key) {
-		return o, false, fmt.Errorf("--lab-set %s: unknown lab knob %q; valid: %s", sets[0], o.Key, strings.Join(lab.KnobKeys(), ", "))
+	if len(versions) == 1 {
+		o.Key, o.Flag = "lab-kube-version", "--lab-kube-version"
+		for _, v := range strings.Split(versions[0], ",") {
+			if v == "" {
+				return o, false, fmt.Errorf("--lab-kube-version %q: an empty value; want v1,v2,... (repro lab versions)", versions[0])
+			}
+			if _, err := binaries.KubeAPIServerFor(v); err != nil {
+				return o, false, fmt.Errorf("--lab-kube-version %s: %w", versions[0], err)
+			}
+			o.Values = append(o.Values, v)
+		}
+	} else {
+		var err error
+		if o.Key, o.Values, err = sweep.ParseSet(sets[0]); err != nil {
+			return o, false, err
+		}
+		if !slices.Contains(lab.KnobKeys(), o.Key) {
+			return o, false, fmt.Errorf("--lab-set %s: unknown lab knob %q; valid: %s", sets[0], o.Key, strings.Join(lab.KnobKeys(), ", "))
+		}
 	}
 	if o.Out == "" {
 		o.Out = results.DefaultDir("sweep", time.Now())
