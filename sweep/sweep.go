@@ -281,10 +281,12 @@ func analyse(res *Result) error {
 		}
 		p.Total = round3(p.Total)
 		if prev != nil {
+			// repro compare's rule, its default threshold included: with
+			// none, a 0.4 s wobble between two iterations read as "worse".
 			c, err := report.Compare([]report.Side{
 				{Name: res.Key + "=" + prev.Value, Folders: []report.FolderFigures{*prev.figures}},
 				{Name: res.Key + "=" + p.Value, Folders: []report.FolderFigures{ff}},
-			}, report.CompareOptions{})
+			}, report.CompareOptions{Threshold: report.DefaultThreshold})
 			if err == nil && len(c.Verdicts) > 0 {
 				p.Versus, p.VersusSummary = c.Verdicts[0].Verdict, c.Verdicts[0].Summary
 			}

@@ -49,6 +49,10 @@ func fakeRun(args []string) int {
 	switch set {
 	case "shutdown-delay=0s":
 		src = "short-shutdown-delay"
+	case "shutdown-delay=stall-a":
+		src = "etcd-stall-attributed"
+	case "shutdown-delay=stall-b":
+		src = "etcd-stall"
 	case "shutdown-delay=hang":
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, os.Interrupt)
@@ -123,6 +127,21 @@ func TestSweepFindsWhereTheGapStops(t *testing.T) {
 	svg, _ := os.ReadFile(filepath.Join(o.Out, PlotFile))
 	if !strings.HasPrefix(string(svg), "<svg") || strings.Count(string(svg), "<polyline") != len(res.Pollers)+1 {
 		t.Errorf("plot has %d lines for %d backend-connections and the total", strings.Count(string(svg), "<polyline"), len(res.Pollers))
+	}
+}
+
+// Neighbours are compared by repro compare's rule with its default
+// threshold: from etcd-stall-attributed's figures to etcd-stall's,
+// kube-api-new-connections grows by 1.4 s (beyond 1 s and 20 %), while
+// openshift-api-new-connections' 0.7 s is within it.
+func TestSweepComparesNeighboursWithTheDefaultThreshold(t *testing.T) {
+	res, err := Run(context.Background(), options(t, "stall-a", "stall-b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Points[1]
+	if p.Versus != "worse" || !strings.Contains(p.VersusSummary, "kube-api-new-connections") || strings.Contains(p.VersusSummary, "openshift-api-new-connections") {
+		t.Fatalf("vs previous %q: %s", p.Versus, p.VersusSummary)
 	}
 }
 
