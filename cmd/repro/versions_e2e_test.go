@@ -40,7 +40,9 @@ func TestRunOnKubernetes129(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "results")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	res := repro(t, ctx, append([]string{"run", "--scenario", "apiserver-rollout", "--out", out, "--lab-kube-version", "v1.29.6"}, labArgs...)...)
+	res := repro(t, ctx, append([]string{"run", "--scenario", "apiserver-rollout", "--out", out, "--lab-kube-version", "v1.29.6",
+		// The profile tests' short stages: the rollout is what is tested.
+		"--baseline", "3s", "--cool-down", "5s", "--min-ready-time", "2s"}, labArgs...)...)
 	noLabProcesses(t, labDir)
 	if res.code != 0 {
 		t.Fatalf("exit %d, want 0", res.code)
