@@ -40,7 +40,7 @@ func htmlRun(d *folderData, label string, ps []Placement) (*htmlreport.Run, erro
 		},
 	}
 	if len(sb) > 0 {
-		in.ServedBy = sb.target
+		in.ServedBy = sb.Target
 	}
 	in.Verdict = a.Attribution.ByAuditID()
 	for _, p := range a.Pollers {

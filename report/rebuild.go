@@ -179,7 +179,7 @@ type folderData struct {
 	run      *results.Run // nil without run.json
 	analysis *Analysis
 	timeline *Timeline
-	servedBy servedBy // nil without lb-connections.jsonl
+	servedBy results.LBConnections // nil without lb-connections.jsonl
 	// sections are the registered summary sections, for report.html.
 	sections []htmlreport.Section
 }

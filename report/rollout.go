@@ -3,11 +3,8 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -20,9 +17,9 @@ import (
 // gaps sit" section.
 const PlacementsFile = "placements.json"
 
-// LBRecordsFile holds the lab load balancer's connection records, one JSON
-// object per line; present only for lab runs.
-const LBRecordsFile = "lb-connections.jsonl"
+// LBRecordsFile holds the lab load balancer's connection records
+// (results.LBConnectionsFile); present only for lab runs.
+const LBRecordsFile = results.LBConnectionsFile
 
 // JUnitFile is the junit report, one test case per backend-connection.
 const JUnitFile = "junit.xml"
@@ -112,58 +109,15 @@ func stageName(s Stage) string {
 	return s.Name
 }
 
-// connRecord is the part of a lab load balancer connection record that
-// attribution needs.
-type connRecord struct {
-	Client string    `json:"client"`
-	Target string    `json:"target"`
-	Opened time.Time `json:"opened"`
-	Closed time.Time `json:"closed"`
-}
-
-// servedBy maps client addresses to the connections the load balancer
-// forwarded for them, to name the apiserver behind a sample.
-type servedBy map[string][]connRecord
-
 // loadServedBy reads lb-connections.jsonl; a folder without one (a live
 // cluster) yields nil.
-func loadServedBy(f *results.Folder) (servedBy, error) {
-	if _, err := os.Stat(f.Path(LBRecordsFile)); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	m := servedBy{}
-	_, err := results.ReadJSONL(f.Path(LBRecordsFile), func(line []byte) error {
-		var r connRecord
-		if err := json.Unmarshal(line, &r); err != nil {
-			return err
-		}
-		if r.Client != "" {
-			m[r.Client] = append(m[r.Client], r)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", LBRecordsFile, err)
-	}
-	return m, nil
-}
-
-// target names the apiserver the load balancer sent a connection from
-// client to at time t ("" when unknown or refused by the LB itself).
-func (s servedBy) target(client string, t time.Time) string {
-	best := ""
-	for _, r := range s[client] {
-		if r.Opened.After(t.Add(time.Second)) || (!r.Closed.IsZero() && r.Closed.Before(t.Add(-time.Second))) {
-			continue
-		}
-		best = r.Target
-	}
-	return best
+func loadServedBy(f *results.Folder) (results.LBConnections, error) {
+	return results.ReadLBConnections(f.Path(LBRecordsFile))
 }
 
 // attributeServedBy fills Placement.ServedBy from the failed samples of each
 // interval: which apiservers their connections went to, with counts.
-func attributeServedBy(f *results.Folder, ps []Placement, s servedBy) error {
+func attributeServedBy(f *results.Folder, ps []Placement, s results.LBConnections) error {
 	if len(s) == 0 || len(ps) == 0 {
 		return nil
 	}
@@ -177,6 +131,7 @@ func attributeServedBy(f *results.Folder, ps []Placement, s servedBy) error {
 		Backend    string    `json:"backend"`
 		Connection string    `json:"connection"`
 		Start      time.Time `json:"start"`
+		DurationMs float64   `json:"duration_ms"`
 		LocalAddr  string    `json:"local_addr"`
 		ErrorClass string    `json:"error_class"`
 		HTTP2      bool      `json:"http2"`
@@ -198,7 +153,7 @@ func attributeServedBy(f *results.Folder, ps []Placement, s servedBy) error {
 		name := results.SamplerName(probe.Backend, probe.HTTP2, probe.Vantage, probe.Target, results.ConnectionType(probe.Connection))
 		for _, i := range byName[name] {
 			if !probe.Start.Before(ps[i].From) && probe.Start.Before(ps[i].To) {
-				if t := s.target(probe.LocalAddr, probe.Start); t != "" {
+				if t := s.Target(probe.LocalAddr, probe.Start, probe.Start.Add(time.Duration(probe.DurationMs*float64(time.Millisecond)))); t != "" {
 					counts[i][t]++
 				}
 			}

@@ -296,7 +296,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		// The lab's process chatter goes to repro.log; warnings also to the screen.
 		opts.Logger = o.quietLogger().Named("lab")
 		opts.BuildProgress = os.Stderr
-		opts.ConnRecords = folder.Path(lbRecordsFile)
+		opts.ConnRecords = folder.Path(results.LBConnectionsFile)
 		started := time.Now()
 		theLab, err = startLab(ctx, opts)
 		if err != nil {
@@ -481,10 +481,6 @@ func startLab(ctx context.Context, opts lab.Options) (*lab.Lab, error) {
 	}()
 	return l, nil
 }
-
-// lbRecordsFile is where a lab run keeps the load balancer's connection
-// records, which attribute each sample to the apiserver that served it.
-const lbRecordsFile = "lb-connections.jsonl"
 
 // labSettings records the lab of a run for run.json; sets are the
 // --lab-set changes as typed, so a fix run names itself.

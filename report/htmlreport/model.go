@@ -31,8 +31,9 @@ type Run struct {
 	Iterations []Iteration
 	Events     []results.Event
 	// ServedBy names the apiserver (node) the lab load balancer sent the
-	// connection from localAddr to at t; nil or "" when unknown.
-	ServedBy func(localAddr string, t time.Time) string
+	// connection from localAddr carrying a request from start to end to;
+	// nil or "" when unknown.
+	ServedBy func(localAddr string, start, end time.Time) string
 	// Verdict says where a failed request went (attribution.jsonl: its
 	// verdict, node and detail), "" when not attributed; nil without
 	// attribution.
@@ -373,7 +374,7 @@ func BuildRun(in *Run, classes []string, t0 time.Time) (*RunData, error) {
 			}
 		}
 		if in.ServedBy != nil && s.LocalAddr != "" {
-			if srv := in.ServedBy(s.LocalAddr, s.Start); srv != "" {
+			if srv := in.ServedBy(s.LocalAddr, s.Start, s.End()); srv != "" {
 				i, ok := serverIdx[srv]
 				if !ok && len(servers) < 1000 {
 					servers = append(servers, srv)

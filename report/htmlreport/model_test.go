@@ -49,7 +49,7 @@ func smallRun() *Run {
 			{Time: t0.Add(2900 * time.Millisecond), Kind: results.KindClusterEvent, Node: "master-0", Reason: "TerminationStoppedServing"},
 			{Time: t0.Add(6 * time.Second), Kind: results.KindPodReady, Node: "master-0", Revision: 3},
 		},
-		ServedBy: func(local string, t time.Time) string {
+		ServedBy: func(local string, t, _ time.Time) string {
 			if t.Before(t0.Add(3 * time.Second)) {
 				return "master-1"
 			}

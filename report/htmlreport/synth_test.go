@@ -99,7 +99,7 @@ func synthetic(t testing.TB, dir string, dur time.Duration, gaps []synthGap) tim
 	}
 	sw, lw := bufio.NewWriterSize(sf, 1<<20), bufio.NewWriterSize(lf, 1<<20)
 	ticks := int(dur / (100 * time.Millisecond))
-	port := 20000
+	port, id := 20000, 0
 	var buf []byte
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, b := range []string{"kube-api", "openshift-api", "oauth-api"} {
@@ -107,7 +107,8 @@ func synthetic(t testing.TB, dir string, dur time.Duration, gaps []synthGap) tim
 			name := results.PollerName(b, conn)
 			reusedAddr := fmt.Sprintf("127.0.0.1:%d", 10000+len(name)*10+ci)
 			if conn == results.ReusedConnections {
-				fmt.Fprintf(lw, `{"event":"open","client":%q,"target":"master-1","opened":%q}`+"\n", reusedAddr, start.Add(-time.Second).Format(time.RFC3339Nano))
+				id++
+				fmt.Fprintf(lw, `{"event":"open","id":%d,"client":%q,"target":"master-1","opened":%q}`+"\n", id, reusedAddr, start.Add(-time.Second).Format(time.RFC3339Nano))
 			}
 			for i := 0; i < ticks; i++ {
 				off := time.Duration(i) * 100 * time.Millisecond
@@ -125,13 +126,12 @@ func synthetic(t testing.TB, dir string, dur time.Duration, gaps []synthGap) tim
 						port = 20000
 					}
 					s.LocalAddr = fmt.Sprintf("127.0.0.1:%d", port)
-					target := nodes[i%3]
-					fmt.Fprintf(lw, `{"event":"open","client":%q,"target":%q,"opened":%q,"closed":%q}`+"\n", s.LocalAddr, target, s.Start.Format(time.RFC3339Nano), s.Start.Add(s.Duration).Format(time.RFC3339Nano))
 				} else {
 					s.Reused = i > 0
 					s.Phases = results.Phases{WroteRequest: 100 * time.Microsecond, FirstByte: s.Duration - 200*time.Microsecond}
 					s.LocalAddr = reusedAddr
 				}
+				target := nodes[i%3]
 				for _, g := range gaps {
 					if g.poller == name && off >= g.from && off < g.to {
 						s.ErrorClass, s.StatusCode, s.Phases.FirstByte = g.class, 0, 0
@@ -140,9 +140,15 @@ func synthetic(t testing.TB, dir string, dur time.Duration, gaps []synthGap) tim
 							s.Duration = 2 * time.Second
 						}
 						if g.node != "" && conn == results.NewConnections {
-							fmt.Fprintf(lw, `{"event":"open","client":%q,"target":%q,"opened":%q}`+"\n", s.LocalAddr, g.node, s.Start.Format(time.RFC3339Nano))
+							target = g.node
 						}
 					}
+				}
+				if conn == results.NewConnections {
+					// One connection per request, with an id as the
+					// lab's LB writes it: its close line replaces the open.
+					id++
+					fmt.Fprintf(lw, `{"event":"close","id":%d,"client":%q,"target":%q,"opened":%q,"closed":%q}`+"\n", id, s.LocalAddr, target, s.Start.Format(time.RFC3339Nano), s.Start.Add(s.Duration).Format(time.RFC3339Nano))
 				}
 				buf = s.AppendJSON(buf[:0])
 				buf = append(buf, '\n')

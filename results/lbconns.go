@@ -1,0 +1,83 @@
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// LBConnectionsFile holds a lab run's load balancer connection records, one
+// JSON object per line (lab/lb ConnRecord), written when a connection opens
+// and again when it closes.
+const LBConnectionsFile = "lb-connections.jsonl"
+
+// LBConnection is the part of a load balancer record that names where a
+// client's connection went.
+type LBConnection struct {
+	ID     uint64    `json:"id"`
+	Client string    `json:"client"`
+	Target string    `json:"target"`
+	Opened time.Time `json:"opened"`
+	// Closed is zero for a connection still open when the run ended.
+	Closed time.Time `json:"closed"`
+}
+
+// LBConnections indexes a run's forwarded connections by client address (as
+// the load balancer saw it: on the lab, the prober's local address), each
+// connection once, in the order they opened.
+type LBConnections map[string][]LBConnection
+
+// ReadLBConnections reads a load balancer records file. A connection's close
+// line replaces its open line, so a closed connection is never taken for an
+// open one; records the LB refused or blackholed (no target) are left out.
+// A missing file (a run on a cluster) gives nil, nil.
+func ReadLBConnections(path string) (LBConnections, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	byID := map[uint64]LBConnection{}
+	var order []uint64
+	_, err := ReadJSONL(path, func(line []byte) error {
+		var c LBConnection
+		if err := json.Unmarshal(line, &c); err != nil {
+			return err
+		}
+		if c.Client == "" || c.Target == "" {
+			return nil
+		}
+		if _, ok := byID[c.ID]; !ok {
+			order = append(order, c.ID)
+		}
+		byID[c.ID] = c
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	m := LBConnections{}
+	for _, id := range order {
+		c := byID[id]
+		m[c.Client] = append(m[c.Client], c)
+	}
+	return m, nil
+}
+
+// Target names the node that the connection from client carrying a request
+// sent at start and finished at end was forwarded to, "" when none is
+// known. A reused connection opened before the request; a new one opens
+// while it runs; either was still open when the request was sent. Of two
+// connections from the same address and port that fit (a port reused
+// within the request), the later one is taken.
+func (c LBConnections) Target(client string, start, end time.Time) string {
+	best := ""
+	for _, r := range c[client] {
+		if r.Opened.After(end) || (!r.Closed.IsZero() && r.Closed.Before(start)) {
+			continue
+		}
+		best = r.Target
+	}
+	return best
+}
