@@ -598,16 +598,37 @@ type traceKey struct{}
 func tracedDial(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
-		if err == nil {
-			if ts, ok := ctx.Value(traceKey{}).(*traceState); ok {
-				l, r := c.LocalAddr().String(), c.RemoteAddr().String()
-				ts.mu.Lock()
-				ts.dialLocal, ts.dialRemote = l, r
-				ts.mu.Unlock()
-			}
+		if err != nil {
+			return c, err
 		}
-		return c, err
+		ac := &addrConn{Conn: c, local: c.LocalAddr().String(), remote: c.RemoteAddr().String()}
+		if ts, ok := ctx.Value(traceKey{}).(*traceState); ok {
+			ts.mu.Lock()
+			ts.dialLocal, ts.dialRemote = ac.local, ac.remote
+			ts.mu.Unlock()
+		}
+		return ac, nil
 	}
+}
+
+// addrConn is a dialed connection with its addresses as strings, formatted
+// once: every request on a reused connection records them, and formatting
+// them each time cost a reused request five allocations.
+type addrConn struct {
+	net.Conn
+	local, remote string
+}
+
+// connAddrs returns the local and remote address of a connection net/http
+// handed to a request.
+func connAddrs(c net.Conn) (string, string) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if ac, ok := c.(*addrConn); ok {
+		return ac.local, ac.remote
+	}
+	return c.LocalAddr().String(), c.RemoteAddr().String()
 }
 
 func (t *traceState) stamp(field *time.Duration) {
@@ -642,8 +663,7 @@ func (t *traceState) clientTrace() *httptrace.ClientTrace {
 				t.gotConn = true
 				t.reused = info.Reused
 				if info.Conn != nil {
-					t.localAddr = info.Conn.LocalAddr().String()
-					t.remoteAddr = info.Conn.RemoteAddr().String()
+					t.localAddr, t.remoteAddr = connAddrs(info.Conn)
 				}
 			}
 			t.mu.Unlock()

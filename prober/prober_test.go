@@ -417,7 +417,11 @@ func TestInterruptKeepsSamples(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := p.Run(ctx)
-	time.Sleep(300 * time.Millisecond)
+	// Wait for a dozen hanging requests per poller, however slow the
+	// machine, rather than a fixed time.
+	for deadline := time.Now().Add(10 * time.Second); ts.requests() < 24 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	cancel()
 	start := time.Now()
 	got := collect(ch)

@@ -54,6 +54,13 @@ type testServer struct {
 	disruption atomic.Pointer[string]
 }
 
+// requests counts the requests the server has received (one audit ID each).
+func (ts *testServer) requests() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return len(ts.auditIDs)
+}
+
 func newTestServer(t testing.TB, http2 bool, opts ...func(*httptest.Server)) *testServer {
 	t.Helper()
 	ts := &testServer{auditIDs: map[string]bool{}, protos: map[string]int{}, agents: map[string]bool{}, release: make(chan struct{})}
