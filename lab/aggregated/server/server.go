@@ -26,6 +26,7 @@ import (
 	oauthv1 "github.com/openshift/api/oauth/v1"
 	"github.com/openshift/api/openapi/generated_openapi"
 	"github.com/spf13/pflag"
+	apiextensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,6 +39,8 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/storage/names"
+	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // Role is one of the two APIs the program can serve.
@@ -52,6 +55,11 @@ type Role struct {
 	Namespaced bool
 	// Title names the OpenAPI document, as the real server's does.
 	Title string
+	// EtcdResource is the key folder under EtcdPrefix: OpenShift keeps
+	// imagestreams at /openshift.io/imagestreams and oauthclients at
+	// /openshift.io/oauth/clients (openshift/origin's storage overrides),
+	// without the group k8s.io/apiserver would put in between.
+	EtcdResource string
 
 	newObj  func() runtime.Object
 	newList func() runtime.Object
@@ -61,15 +69,17 @@ type Role struct {
 var Roles = map[string]Role{
 	imagev1.GroupName: {
 		Group: imagev1.GroupName, Resource: "imagestreams", Singular: "imagestream", Namespaced: true,
-		Title:   "OpenShift API (image.openshift.io, repro lab)",
-		newObj:  func() runtime.Object { return &imagev1.ImageStream{} },
-		newList: func() runtime.Object { return &imagev1.ImageStreamList{} },
+		EtcdResource: "imagestreams",
+		Title:        "OpenShift API (image.openshift.io, repro lab)",
+		newObj:       func() runtime.Object { return &imagev1.ImageStream{} },
+		newList:      func() runtime.Object { return &imagev1.ImageStreamList{} },
 	},
 	oauthv1.GroupName: {
 		Group: oauthv1.GroupName, Resource: "oauthclients", Singular: "oauthclient", Namespaced: false,
-		Title:   "OAuth API (oauth.openshift.io, repro lab)",
-		newObj:  func() runtime.Object { return &oauthv1.OAuthClient{} },
-		newList: func() runtime.Object { return &oauthv1.OAuthClientList{} },
+		EtcdResource: "oauth/clients",
+		Title:        "OAuth API (oauth.openshift.io, repro lab)",
+		newObj:       func() runtime.Object { return &oauthv1.OAuthClient{} },
+		newList:      func() runtime.Object { return &oauthv1.OAuthClientList{} },
 	},
 }
 
@@ -111,6 +121,41 @@ func kindOf(o runtime.Object) string {
 		return "OAuthClient"
 	}
 	panic(fmt.Sprintf("no kind for %T", o))
+}
+
+// openAPIDefinitions are openshift/api's generated definitions, which
+// cover the metav1 types but not k8s.io/apimachinery/pkg/version.Info
+// (/version's schema): those come from apiextensions-apiserver's generated
+// set, which holds every apimachinery type, where openshift/api has none.
+func openAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
+	defs := generated_openapi.GetOpenAPIDefinitions(ref)
+	for k, v := range apiextensionsopenapi.GetOpenAPIDefinitions(ref) {
+		if _, ok := defs[k]; !ok && strings.HasPrefix(k, "io.k8s.apimachinery.") {
+			defs[k] = v
+		}
+	}
+	return defs
+}
+
+// definitionNamer names OpenAPI definitions REST-style
+// (com.github.openshift.api.image.v1.ImageStream), the names
+// runtime.Scheme.ToOpenAPIDefinitionName gives and the namer's
+// x-kubernetes-group-version-kind table is keyed by; openshift/api's
+// generated definitions are keyed by Go path instead. Without the GVK
+// extension server-side apply finds no schema for the kind.
+func definitionNamer(n *openapinamer.DefinitionNamer) func(string) (string, spec.Extensions) {
+	return func(name string) (string, spec.Extensions) {
+		parts := strings.Split(name, "/")
+		if len(parts) > 1 && strings.Contains(parts[0], ".") {
+			dom := strings.Split(parts[0], ".")
+			for i, j := 0, len(dom)-1; i < j; i, j = i+1, j-1 {
+				dom[i], dom[j] = dom[j], dom[i]
+			}
+			parts[0] = strings.Join(dom, ".")
+			name = strings.Join(parts, ".")
+		}
+		return n.GetDefinitionName(name)
+	}
 }
 
 // Options are the program's flags: k8s.io/apiserver's recommended options
@@ -158,6 +203,11 @@ func New(o *Options) (*Server, error) {
 	codecs := serializer.NewCodecFactory(scheme)
 	gv := schema.GroupVersion{Group: r.Group, Version: "v1"}
 	ro := o.Recommended
+	// Without --kubeconfig there is no kube-apiserver to run informers and
+	// admission against: the server then stands alone (its tests).
+	if ro.CoreAPI != nil && ro.CoreAPI.CoreAPIKubeconfigPath == "" {
+		ro.CoreAPI, ro.Admission = nil, nil
+	}
 	ro.Etcd.StorageConfig.Codec = codecs.LegacyCodec(gv)
 	ro.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(gv, schema.GroupKind{Group: r.Group})
 	// A dedicated FlowSchema set belongs to the kube-apiserver; this server,
@@ -183,11 +233,20 @@ func New(o *Options) (*Server, error) {
 	v1only.AddKnownTypeWithName(gv.WithKind(kindOf(r.newObj())), r.newObj())
 	v1only.AddKnownTypeWithName(gv.WithKind(kindOf(r.newObj())+"List"), r.newList())
 	metav1.AddToGroupVersion(v1only, gv)
-	namer := openapinamer.NewDefinitionNamer(v1only)
-	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generated_openapi.GetOpenAPIDefinitions, namer)
+	base := openapinamer.NewDefinitionNamer(v1only)
+	namer := definitionNamer(base)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openAPIDefinitions, base)
+	cfg.OpenAPIConfig.GetDefinitionName = namer
 	cfg.OpenAPIConfig.Info.Title = r.Title
 	cfg.OpenAPIConfig.Info.Version = "v1"
-	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generated_openapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openAPIDefinitions, base)
+	cfg.OpenAPIV3Config.GetDefinitionName = namer
+	// The v3 config resolves its references once, at construction: again
+	// with the REST-style names.
+	cfg.OpenAPIV3Config.Definitions = openAPIDefinitions(func(name string) spec.Ref {
+		n, _ := namer(name)
+		return spec.MustCreateRef("#/components/schemas/" + common.EscapeJsonPointer(n))
+	})
 	cfg.OpenAPIV3Config.Info.Title = r.Title
 	cfg.OpenAPIV3Config.Info.Version = "v1"
 	if err := o.Run.ApplyTo(&cfg.Config); err != nil {
@@ -222,7 +281,8 @@ func New(o *Options) (*Server, error) {
 	}
 	// Field selectors: metadata.name and metadata.namespace, the
 	// generic registry's defaults.
-	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: cfg.RESTOptionsGetter}); err != nil {
+	getter := prefixGetter{RESTOptionsGetter: cfg.RESTOptionsGetter, prefix: "/" + r.EtcdResource}
+	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: getter}); err != nil {
 		return nil, err
 	}
 	info := genericapiserver.NewDefaultAPIGroupInfo(r.Group, scheme, runtime.NewParameterCodec(scheme), codecs)
@@ -238,6 +298,18 @@ func New(o *Options) (*Server, error) {
 // requests drain.
 func (s *Server) Run(ctx context.Context) error {
 	return s.generic.PrepareRun().RunWithContext(ctx)
+}
+
+// prefixGetter puts the resource's keys where OpenShift keeps them.
+type prefixGetter struct {
+	generic.RESTOptionsGetter
+	prefix string
+}
+
+func (g prefixGetter) GetRESTOptions(gr schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+	o, err := g.RESTOptionsGetter.GetRESTOptions(gr, example)
+	o.ResourcePrefix = g.prefix
+	return o, err
 }
 
 // strategy is the resources' create/update/delete policy: no validation
