@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/repro-tools/repro/lab/aggregated"
 	"github.com/repro-tools/repro/lab/binaries"
 	"github.com/repro-tools/repro/lab/lb"
 	"github.com/repro-tools/repro/lab/netproxy"
@@ -76,6 +77,15 @@ type Lab struct {
 	// their kubelet client certificate (empty without kubelet endpoints).
 	auditPolicy   string
 	kubeletClient pki.KubeletClient
+
+	// The aggregated API servers (replicas.go): their binary, the host
+	// address they listen on, their certificates, and the replicas.
+	aggBin   string
+	hostIP   net.IP
+	agg      pki.Aggregation
+	replicas []*Replica
+	epMu     sync.Mutex
+	epClient kubernetes.Interface
 }
 
 // Start builds or locates the binaries, generates the PKI, starts etcd, the
@@ -105,6 +115,9 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		return nil, err
 	}
 	if l.etcdBin, err = resolveBinary(ctx, opts.Etcd, binaries.Etcd, opts.BuildProgress); err != nil {
+		return nil, err
+	}
+	if l.aggBin, err = resolveBinary(ctx, "", aggregated.Spec, opts.BuildProgress); err != nil {
 		return nil, err
 	}
 	if opts.Listen != "" {
@@ -156,6 +169,9 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		targets = append(targets, lb.Target{Name: name, Addr: n.addr()})
 	}
 	if err := l.setupNodeLogs(); err != nil {
+		return nil, err
+	}
+	if err := l.setupAggregation(); err != nil {
 		return nil, err
 	}
 
@@ -251,6 +267,9 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		return nil, err
 	}
 	if err := l.registerKubelets(wctx); err != nil {
+		return nil, err
+	}
+	if err := l.startAggregated(wctx); err != nil {
 		return nil, err
 	}
 
@@ -435,6 +454,7 @@ func (l *Lab) Stop() error {
 			}()
 		}
 		wg.Wait()
+		errs = append(errs, l.stopReplicas()...)
 		l.bg.Wait()
 		// The installer may have started a process between the first pass
 		// and its own exit: kill again now that nothing else starts any.

@@ -218,6 +218,23 @@ func newLabUpCmd(o *rootOptions) *cobra.Command {
 			for _, n := range l.Nodes() {
 				fmt.Fprintf(out, "  %s: %s (pid %d, revision %d)\n", n.Name(), n.URL(), n.PID(), n.Revision())
 			}
+			svcs, err := l.APIServices(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("reading the APIServices: %w", err)
+			}
+			for _, s := range svcs {
+				avail := "Available"
+				if !s.Available {
+					avail = "not Available: " + s.Reason
+				}
+				fmt.Fprintf(out, "  APIService %s: %s, served by", s.Name, avail)
+				for _, r := range l.Replicas() {
+					if "v1."+r.Group() == s.Name {
+						fmt.Fprintf(out, " %s (pid %d)", r.Addr(), r.PID())
+					}
+				}
+				fmt.Fprintln(out)
+			}
 			fmt.Fprintf(out, "  files:               %s\n", l.Dir())
 			fmt.Fprintf(out, "force a rollout:  KUBECONFIG=%s oc patch kubeapiserver cluster --type=merge -p '{\"spec\":{\"forceRedeploymentReason\":\"test-'$(date +%%s)'\"}}'\n", kubeconfigOut)
 			fmt.Fprintln(out, "press Ctrl-C to stop")

@@ -1,0 +1,193 @@
+package lab_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/repro-tools/repro/lab"
+	"github.com/repro-tools/repro/lab/aggregated"
+)
+
+// checkAggregatedAPIs checks issue 12's `repro lab up` items on a running
+// lab (the rollout test's, so no extra lab start): both APIServices are
+// Available; openshift-api and oauth-api requests through the load balancer
+// are served by the aggregated replicas, not the kube-apiservers (the
+// request's Audit-ID is in a replica's own audit log); the replicas' pods,
+// Endpoints and EndpointSlices are in openshift-apiserver and
+// openshift-oauth-apiserver.
+func checkAggregatedAPIs(t *testing.T, l *lab.Lab) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	svcs, err := l.APIServices(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(svcs) != 2 {
+		t.Fatalf("APIServices %+v, want v1.image.openshift.io and v1.oauth.openshift.io", svcs)
+	}
+	for _, s := range svcs {
+		if !s.Available {
+			t.Errorf("APIService %s not Available: %s %s", s.Name, s.Reason, s.Message)
+		}
+	}
+
+	var rss []string
+	for _, r := range l.Replicas() {
+		rss = append(rss, fmt.Sprintf("%s/%s %d MiB", r.Group(), r.NodeName(), rssMiB(r.PID())))
+	}
+	t.Logf("FIGURE aggregated replicas' memory after start (RSS): %s", strings.Join(rss, ", "))
+
+	kasPIDs := map[int]bool{}
+	for _, n := range l.Nodes() {
+		kasPIDs[n.PID()] = true
+	}
+	cfg := l.RESTConfig()
+	fresh := httpClient(t, cfg, true)
+	for _, g := range aggregated.Groups {
+		// Fresh connections spread over the kube-apiservers; the aggregator
+		// picks a replica at random per request: a few requests reach
+		// several replicas.
+		servedBy := map[string]bool{}
+		for i := 0; i < 9; i++ {
+			id := fmt.Sprintf("agg-e2e-%s-%d-%d", g.Component, i, time.Now().UnixNano())
+			req, _ := http.NewRequest(http.MethodGet, l.URL()+g.Path, nil)
+			req.Header.Set("Audit-ID", id)
+			resp, err := fresh.Do(req)
+			if err != nil {
+				t.Fatalf("GET %s: %v", g.Path, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(b), `List"`) {
+				t.Fatalf("GET %s through the LB: %d %.200s", g.Path, resp.StatusCode, b)
+			}
+			r := replicaThatLogged(t, l, g.Name, id)
+			if r == nil {
+				t.Fatalf("Audit-ID %s of GET %s is in no %s replica's audit log", id, g.Path, g.Component)
+			}
+			if kasPIDs[r.PID()] || r.PID() == 0 {
+				t.Fatalf("replica %s/%s has pid %d, a kube-apiserver's or none", g.Name, r.NodeName(), r.PID())
+			}
+			servedBy[r.NodeName()] = true
+		}
+		t.Logf("FIGURE %s: 9 requests through the LB served by %d of 3 replicas", g.Name, len(servedBy))
+		if len(servedBy) < 2 {
+			t.Errorf("%s: 9 requests all served by one replica %v: the aggregator should spread them", g.Name, servedBy)
+		}
+	}
+
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	for _, g := range aggregated.Groups {
+		pods, err := kube.CoreV1().Pods(g.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "apiserver=true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes := map[string]bool{}
+		for _, p := range pods.Items {
+			nodes[p.Spec.NodeName] = true
+			if p.Name != "apiserver-"+p.Spec.NodeName || p.Status.Phase != corev1.PodRunning || !ready(&p) {
+				t.Errorf("pod %s/%s: node %s phase %s ready %v", g.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, ready(&p))
+			}
+		}
+		for _, r := range l.Replicas() {
+			if r.Group() != g.Name {
+				continue
+			}
+			p, err := kube.CoreV1().Pods(g.Namespace).Get(ctx, "apiserver-"+r.NodeName(), metav1.GetOptions{})
+			if err != nil || p.Annotations["repro.lab/pid"] != strconv.Itoa(r.PID()) {
+				t.Errorf("pod of replica %s on %s does not name its pid %d: %v %v", g.Name, r.NodeName(), r.PID(), err, p.Annotations)
+			}
+		}
+		if len(pods.Items) != 3 || len(nodes) != 3 {
+			t.Errorf("%s: %d pods on %d nodes, want 3 on 3", g.Namespace, len(pods.Items), len(nodes))
+		}
+		ep, err := kube.CoreV1().Endpoints(g.Namespace).Get(ctx, "api", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readyAddrs := 0
+		for _, ss := range ep.Subsets {
+			readyAddrs += len(ss.Addresses)
+		}
+		slices, err := kube.DiscoveryV1().EndpointSlices(g.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=api"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readySlices := 0
+		for _, s := range slices.Items {
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready != nil && *e.Conditions.Ready {
+					readySlices++
+				}
+			}
+		}
+		if readyAddrs != 3 || readySlices != 3 {
+			t.Errorf("%s/api: %d ready Endpoints addresses, %d ready EndpointSlice endpoints, want 3 and 3", g.Namespace, readyAddrs, readySlices)
+		}
+	}
+
+	// Discovery and OpenAPI as the real servers publish them, through the
+	// aggregator.
+	for path, want := range map[string]string{
+		"/apis":                                  `"image.openshift.io"`,
+		"/apis/oauth.openshift.io/v1":            `"oauthclients"`,
+		"/openapi/v2":                            `com.github.openshift.api.image.v1.ImageStream`,
+		"/openapi/v3/apis/oauth.openshift.io/v1": `com.github.openshift.api.oauth.v1.OAuthClient`,
+		"/openapi/v3/apis/image.openshift.io/v1": `com.github.openshift.api.image.v1.ImageStream`,
+	} {
+		// The aggregator downloads the replicas' OpenAPI in the background
+		// once their APIService is Available: give it a moment.
+		began := time.Now()
+		for {
+			resp, err := fresh.Get(l.URL() + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 && strings.Contains(string(b), want) {
+				t.Logf("FIGURE %s served through the aggregator %s after the check began", path, time.Since(began).Round(time.Millisecond))
+				break
+			}
+			if time.Since(began) > 30*time.Second {
+				t.Errorf("GET %s: %d, want %s in it (%d bytes)", path, resp.StatusCode, want, len(b))
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+// replicaThatLogged returns the replica of group whose audit log holds id,
+// waiting briefly for the log line.
+func replicaThatLogged(t *testing.T, l *lab.Lab, group, id string) *lab.Replica {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for _, r := range l.Replicas() {
+			if r.Group() != group {
+				continue
+			}
+			b, _ := os.ReadFile(r.AuditLog())
+			if strings.Contains(string(b), `"auditID":"`+id+`"`) {
+				return r
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
