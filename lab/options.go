@@ -146,7 +146,7 @@ func (o Options) validate() error {
 		return fmt.Errorf("minimum ready time must not be negative, got %s", o.MinReadyTime)
 	case o.Health.Protocol != "" && o.Health.Protocol != lb.HealthHTTPS && o.Health.Protocol != lb.HealthTCP:
 		return fmt.Errorf("load balancer health check must be %s or %s, got %q", lb.HealthHTTPS, lb.HealthTCP, o.Health.Protocol)
-	case o.Faults.LB.LateDeregistration < 0 || o.Faults.LB.Blackhole < 0 || o.Faults.EtcdStall < 0 || o.Faults.EtcdStallAfter < 0 || o.Faults.EtcdCheckTimeout < 0:
+	case o.Faults.LB.LateDeregistration < 0 || o.Faults.LB.Blackhole < 0 || o.Faults.EtcdStall < 0 || o.Faults.EtcdStallAfter < 0 || o.Faults.EtcdCheckTimeout < 0 || o.Faults.AggregatedEtcdStall < 0:
 		return fmt.Errorf("fault durations must not be negative: %+v", o.Faults)
 	}
 	for _, n := range o.Faults.EtcdStallOn {

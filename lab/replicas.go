@@ -70,6 +70,10 @@ type Replica struct {
 	proxy *netproxy.Proxy
 	log   *zap.Logger
 
+	// kubeconfig is the replica's client configuration (its node's
+	// kube-apiserver), kept for restarts.
+	kubeconfig string
+
 	mu      sync.Mutex
 	proc    *proc.Process
 	rec     *ReplicaRecord
@@ -249,6 +253,7 @@ func (r *Replica) args(kubeconfig string) []string {
 // start execs the replica and waits until its /readyz answers 200.
 func (r *Replica) start(ctx context.Context, kubeconfig string) error {
 	l := r.lab
+	r.kubeconfig = kubeconfig
 	r.mu.Lock()
 	seq := len(r.history) + 1
 	r.mu.Unlock()
@@ -787,6 +792,80 @@ func (r *Replica) pod() *corev1.Pod {
 			}},
 		},
 	}
+}
+
+// rollReplicasOn restarts n's replicas (both groups at once: they are
+// separate Deployments on OpenShift) gracefully, in the background.
+func (l *Lab) rollReplicasOn(n *Node) {
+	for _, r := range l.replicas {
+		if r.node != n {
+			continue
+		}
+		r := r
+		l.bg.Add(1)
+		go func() {
+			defer l.bg.Done()
+			from := time.Now()
+			i := l.faults.add(FaultEvent{Fault: "aggregated-rollout", Node: n.name, Nodes: []string{r.group.Component + "/" + n.name}, From: from})
+			r.log.Info("rolling the aggregated apiserver")
+			if err := r.terminate(); err != nil {
+				r.log.Warn("terminating the aggregated apiserver", zap.Error(err))
+			}
+			if err := r.start(l.ctx, r.kubeconfig); err != nil {
+				if l.ctx.Err() == nil {
+					r.log.Error("restarting the aggregated apiserver", zap.Error(err))
+				}
+				return
+			}
+			if err := l.syncEndpoints(l.ctx, r.group); err != nil && l.ctx.Err() == nil {
+				r.log.Warn("updating endpoints", zap.Error(err))
+			}
+			l.faults.end(i, time.Now())
+		}()
+	}
+}
+
+// stallReplicasOn holds the etcd links of n's replicas for
+// AggregatedEtcdStall, EtcdStallAfter after n's kube-apiserver is back in
+// service.
+func (l *Lab) stallReplicasOn(n *Node) {
+	f := l.opts.Faults
+	var hit []*Replica
+	var names []string
+	for _, r := range l.replicas {
+		if r.node == n {
+			hit = append(hit, r)
+			names = append(names, r.group.Component+"/"+n.name)
+		}
+	}
+	l.bg.Add(1)
+	go func() {
+		defer l.bg.Done()
+		wctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
+		_ = l.lb.WaitInService(wctx, n.name)
+		cancel()
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-time.After(f.EtcdStallAfter):
+		}
+		from := time.Now()
+		until := from.Add(f.AggregatedEtcdStall)
+		for _, r := range hit {
+			r.proxy.SetHook(stallHook{until: until})
+		}
+		i := l.faults.add(FaultEvent{Fault: "aggregated-etcd-stall", Node: n.name, Nodes: names, From: from})
+		l.log.Info("fault: stalling the aggregated servers' link to etcd", zap.String("trigger", n.name), zap.Strings("links", names), zap.Duration("for", f.AggregatedEtcdStall))
+		select {
+		case <-l.ctx.Done():
+		case <-time.After(time.Until(until)):
+		}
+		for _, r := range hit {
+			r.proxy.SetHook(nil)
+		}
+		l.faults.end(i, time.Now())
+		l.log.Info("fault: aggregated servers' link to etcd released", zap.Strings("links", names))
+	}()
 }
 
 // stopReplicas SIGKILLs every replica at lab stop and closes their proxies.
