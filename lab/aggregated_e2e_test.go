@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -189,5 +190,41 @@ func replicaThatLogged(t *testing.T, l *lab.Lab, group, id string) *lab.Replica 
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestNoHostAddressIsOneClearLine starts the lab in a network namespace
+// with loopback only (unshare -n): Endpoints refuse loopback addresses, so
+// the aggregated servers cannot be published and the lab must say so in
+// one line instead of failing later.
+func TestNoHostAddressIsOneClearLine(t *testing.T) {
+	if os.Getenv("REPRO_NO_NET_CHILD") == "1" {
+		_, err := lab.Start(context.Background(), lab.Options{})
+		fmt.Printf("STARTERR %q\n", fmt.Sprint(err))
+		return
+	}
+	if testing.Short() {
+		t.Skip("needs the lab binaries")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare")
+	}
+	// lo is down in a fresh namespace; etcd needs it.
+	script := "ip link set lo up && exec " + os.Args[0] + " -test.run=^TestNoHostAddressIsOneClearLine$"
+	cmd := exec.Command(unshare, "-n", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "REPRO_NO_NET_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "STARTERR") {
+		t.Skipf("cannot run in a network namespace here: %v: %.300s", err, out)
+	}
+	var line string
+	for _, l := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(l, "STARTERR "); ok {
+			line, _ = strconv.Unquote(rest)
+		}
+	}
+	if !strings.Contains(line, "non-loopback address") || strings.Contains(line, "\n") {
+		t.Fatalf("lab.Start without a host address: %q, want one line naming the missing non-loopback address\n%s", line, out)
 	}
 }
