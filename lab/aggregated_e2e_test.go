@@ -228,3 +228,92 @@ func TestNoHostAddressIsOneClearLine(t *testing.T) {
 		t.Fatalf("lab.Start without a host address: %q, want one line naming the missing non-loopback address\n%s", line, out)
 	}
 }
+
+// checkAggregatedRollout rolls master-0's replicas (both groups) while
+// polling both aggregated APIs through the load balancer: a graceful
+// replacement (out of the endpoints first, then SIGTERM and the shutdown
+// delay) should cost no request.
+func checkAggregatedRollout(t *testing.T, l *lab.Lab) {
+	t.Helper()
+	before := map[string]int{}
+	for _, r := range l.Replicas() {
+		before[r.Group()+"/"+r.NodeName()] = r.PID()
+	}
+	cfg := l.RESTConfig()
+	ctx, cancel := context.WithCancel(context.Background())
+	type tally struct{ ok, failed int }
+	results := make(chan tally, 4)
+	var firstErr = make(chan string, 4)
+	for _, g := range aggregated.Groups {
+		for _, fresh := range []bool{true, false} {
+			hc := httpClient(t, cfg, fresh)
+			path := g.Path
+			go func() {
+				var tl tally
+				for ctx.Err() == nil {
+					resp, err := hc.Get(l.URL() + path)
+					if err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+					if err != nil || resp.StatusCode != 200 {
+						tl.failed++
+						select {
+						case firstErr <- fmt.Sprintf("%s: %v %v", path, err, resp):
+						default:
+						}
+					} else {
+						tl.ok++
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				results <- tl
+			}()
+		}
+	}
+	began := time.Now()
+	err := l.RollReplicas(ctx, "master-0")
+	took := time.Since(began)
+	time.Sleep(500 * time.Millisecond)
+	cancel()
+	if err != nil {
+		t.Fatalf("RollReplicas: %v", err)
+	}
+	var sum tally
+	for i := 0; i < 4; i++ {
+		tl := <-results
+		sum.ok += tl.ok
+		sum.failed += tl.failed
+	}
+	t.Logf("FIGURE graceful roll of master-0's two aggregated replicas: %s; %d requests through the LB meanwhile, %d failed", took.Round(time.Millisecond), sum.ok+sum.failed, sum.failed)
+	if sum.failed > 0 {
+		t.Errorf("%d of %d requests failed while master-0's aggregated replicas rolled, e.g. %s", sum.failed, sum.ok+sum.failed, <-firstErr)
+	}
+	for _, r := range l.Replicas() {
+		k := r.Group() + "/" + r.NodeName()
+		if changed := r.PID() != before[k]; changed != (r.NodeName() == "master-0") || r.PID() == 0 {
+			t.Errorf("%s: pid %d before, %d after rolling master-0", k, before[k], r.PID())
+		}
+	}
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	deadline := time.Now().Add(10 * time.Second)
+	for _, r := range l.Replicas() {
+		ns := ""
+		for _, g := range aggregated.Groups {
+			if g.Name == r.Group() {
+				ns = g.Namespace
+			}
+		}
+		for {
+			p, err := kube.CoreV1().Pods(ns).Get(context.Background(), "apiserver-"+r.NodeName(), metav1.GetOptions{})
+			if err == nil && p.Annotations["repro.lab/pid"] == strconv.Itoa(r.PID()) && ready(p) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("pod %s/apiserver-%s not Ready with pid %d after the roll: %v", ns, r.NodeName(), r.PID(), err)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}

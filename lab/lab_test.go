@@ -178,6 +178,7 @@ func TestLabServesOriginPathsThroughTheLoadBalancerAndRollsOut(t *testing.T) {
 	rss = append(rss, fmt.Sprintf("etcd %d MiB", rssMiB(l.EtcdPID())), fmt.Sprintf("test process (LB, proxies, operator) %d MiB", rssMiB(os.Getpid())))
 	t.Logf("FIGURE memory after start (RSS): %s", strings.Join(rss, ", "))
 	checkAggregatedAPIs(t, l)
+	checkAggregatedRollout(t, l)
 
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	ops := operatorclient.NewForConfigOrDie(cfg)

@@ -794,35 +794,56 @@ func (r *Replica) pod() *corev1.Pod {
 	}
 }
 
-// rollReplicasOn restarts n's replicas (both groups at once: they are
-// separate Deployments on OpenShift) gracefully, in the background.
+// rollReplicasOn restarts n's replicas in the background (the
+// aggregated-rollout knob).
 func (l *Lab) rollReplicasOn(n *Node) {
-	for _, r := range l.replicas {
-		if r.node != n {
-			continue
+	l.bg.Add(1)
+	go func() {
+		defer l.bg.Done()
+		if err := l.RollReplicas(l.ctx, n.name); err != nil && l.ctx.Err() == nil {
+			l.log.Error("rolling the aggregated apiservers", zap.String("node", n.name), zap.Error(err))
 		}
+	}()
+}
+
+// RollReplicas restarts node's aggregated replicas gracefully, both groups
+// at once (separate Deployments on OpenShift), as a Deployment rollout
+// replaces a pod: out of the endpoints, SIGTERM, the shutdown delay, a new
+// process, back in the endpoints once ready. It returns when both are back.
+func (l *Lab) RollReplicas(ctx context.Context, node string) error {
+	var hit []*Replica
+	for _, r := range l.replicas {
+		if r.node.name == node {
+			hit = append(hit, r)
+		}
+	}
+	if len(hit) == 0 {
+		return fmt.Errorf("no aggregated replicas on %q", node)
+	}
+	errs := make(chan error, len(hit))
+	for _, r := range hit {
 		r := r
-		l.bg.Add(1)
 		go func() {
-			defer l.bg.Done()
-			from := time.Now()
-			i := l.faults.add(FaultEvent{Fault: "aggregated-rollout", Node: n.name, Nodes: []string{r.group.Component + "/" + n.name}, From: from})
+			i := l.faults.add(FaultEvent{Fault: "aggregated-rollout", Node: node, Nodes: []string{r.group.Component + "/" + node}, From: time.Now()})
+			defer func() { l.faults.end(i, time.Now()) }()
 			r.log.Info("rolling the aggregated apiserver")
 			if err := r.terminate(); err != nil {
 				r.log.Warn("terminating the aggregated apiserver", zap.Error(err))
 			}
-			if err := r.start(l.ctx, r.kubeconfig); err != nil {
-				if l.ctx.Err() == nil {
-					r.log.Error("restarting the aggregated apiserver", zap.Error(err))
-				}
+			if err := r.start(ctx, r.kubeconfig); err != nil {
+				errs <- err
 				return
 			}
-			if err := l.syncEndpoints(l.ctx, r.group); err != nil && l.ctx.Err() == nil {
-				r.log.Warn("updating endpoints", zap.Error(err))
-			}
-			l.faults.end(i, time.Now())
+			errs <- l.syncEndpoints(ctx, r.group)
 		}()
 	}
+	var first error
+	for range hit {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // stallReplicasOn holds the etcd links of n's replicas for
