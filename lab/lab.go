@@ -454,13 +454,16 @@ func (l *Lab) Stop() error {
 			}()
 		}
 		wg.Wait()
-		errs = append(errs, l.stopReplicas()...)
+		for _, r := range l.replicas {
+			errs = appendErr(errs, r.kill())
+		}
 		l.bg.Wait()
 		// The installer may have started a process between the first pass
 		// and its own exit: kill again now that nothing else starts any.
 		for _, n := range l.nodes {
 			errs = appendErr(errs, n.kill())
 		}
+		errs = append(errs, l.stopReplicas()...)
 		for _, n := range l.nodes {
 			n.wait()
 			if n.proxy != nil {
