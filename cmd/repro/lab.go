@@ -26,6 +26,9 @@ func newLabCmd(o *rootOptions) *cobra.Command {
 (master-0..2) on a real etcd, behind a Go load balancer that behaves like a cloud
 NLB (pass-through TLS, /readyz health checks), with an installer controller that
 rolls out kube-apiserver revisions the way OpenShift's operator does.
+image.openshift.io and oauth.openshift.io are aggregated APIs as on OpenShift:
+each node also runs an openshift-apiserver and an oauth-apiserver stand-in
+(k8s.io/apiserver processes with their own etcd links) behind APIServices.
 
 Force a rollout against it as on OpenShift:
   oc --kubeconfig FILE patch kubeapiserver cluster --type=merge \
