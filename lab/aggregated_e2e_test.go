@@ -50,6 +50,9 @@ func checkAggregatedAPIs(t *testing.T, l *lab.Lab) {
 	}
 	t.Logf("FIGURE aggregated replicas' memory after start (RSS): %s", strings.Join(rss, ", "))
 
+	// One request's Audit-ID per group and the node whose replica logged
+	// it, to read back through the node's log endpoint.
+	logged := map[string][2]string{}
 	kasPIDs := map[int]bool{}
 	for _, n := range l.Nodes() {
 		kasPIDs[n.PID()] = true
@@ -82,6 +85,7 @@ func checkAggregatedAPIs(t *testing.T, l *lab.Lab) {
 				t.Fatalf("replica %s/%s has pid %d, a kube-apiserver's or none", g.Name, r.NodeName(), r.PID())
 			}
 			servedBy[r.NodeName()] = true
+			logged[g.Component] = [2]string{r.NodeName(), id}
 		}
 		t.Logf("FIGURE %s: 9 requests through the LB served by %d of 3 replicas", g.Name, len(servedBy))
 		if len(servedBy) < 2 {
@@ -90,6 +94,19 @@ func checkAggregatedAPIs(t *testing.T, l *lab.Lab) {
 	}
 
 	kube := kubernetes.NewForConfigOrDie(cfg)
+	// Where users look for the servers' audit logs: oc adm node-logs NODE
+	// --path=openshift-apiserver/audit.log reads the node's /logs/ through
+	// the apiserver's node proxy.
+	for comp, nodeID := range logged {
+		if l.Node(nodeID[0]).KubeletAddr() == "" {
+			t.Logf("no kubelet log endpoints on this host: node-logs of %s not checked", comp)
+			continue
+		}
+		b, err := kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/" + nodeID[0] + "/proxy/logs/" + comp + "/audit.log").DoRaw(ctx)
+		if err != nil || !strings.Contains(string(b), nodeID[1]) {
+			t.Errorf("node-logs %s --path=%s/audit.log lacks Audit-ID %s: %v (%d bytes)", nodeID[0], comp, nodeID[1], err, len(b))
+		}
+	}
 	for _, g := range aggregated.Groups {
 		pods, err := kube.CoreV1().Pods(g.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "apiserver=true"})
 		if err != nil {
