@@ -98,6 +98,9 @@ type ReplicaRecord struct {
 // Group is the API group the replica serves.
 func (r *Replica) Group() string { return r.group.Name }
 
+// Namespace is where the replica's pod and Service are.
+func (r *Replica) Namespace() string { return r.group.Namespace }
+
 // NodeName is the node the replica runs on.
 func (r *Replica) NodeName() string { return r.node.name }
 

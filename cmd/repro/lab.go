@@ -230,13 +230,12 @@ func newLabUpCmd(o *rootOptions) *cobra.Command {
 				if !s.Available {
 					avail = "not Available: " + s.Reason
 				}
-				fmt.Fprintf(out, "  APIService %s: %s, served by", s.Name, avail)
+				fmt.Fprintf(out, "  APIService %s: %s\n", s.Name, avail)
 				for _, r := range l.Replicas() {
 					if "v1."+r.Group() == s.Name {
-						fmt.Fprintf(out, " %s (pid %d)", r.Addr(), r.PID())
+						fmt.Fprintf(out, "    %s/apiserver-%s: %s (pid %d)\n", r.Namespace(), r.NodeName(), r.Addr(), r.PID())
 					}
 				}
-				fmt.Fprintln(out)
 			}
 			fmt.Fprintf(out, "  files:               %s\n", l.Dir())
 			fmt.Fprintf(out, "force a rollout:  KUBECONFIG=%s oc patch kubeapiserver cluster --type=merge -p '{\"spec\":{\"forceRedeploymentReason\":\"test-'$(date +%%s)'\"}}'\n", kubeconfigOut)
