@@ -3,6 +3,11 @@
 // behaves like a cloud NLB, with an installer controller that rolls out
 // kube-apiserver revisions the way OpenShift's operator does.
 //
+// image.openshift.io and oauth.openshift.io are aggregated APIs, as on
+// OpenShift: every node also runs the lab's openshift-apiserver and
+// oauth-apiserver stand-ins (lab/aggregated, on k8s.io/apiserver, each
+// process with its own etcd link) behind APIServices (replicas.go).
+//
 // A client of the lab sees what it would see on OpenShift: the
 // kubeapiservers.operator.openshift.io/cluster object, kube-apiserver-<node>
 // pods in openshift-kube-apiserver with revision labels and Ready conditions,
