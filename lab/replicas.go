@@ -197,9 +197,7 @@ func freePortOn(ip net.IP) (int, error) {
 
 // aggregatorArgs are kube-apiserver's aggregation flags: the front proxy's
 // CA and client certificate, and routing to endpoints rather than the
-// Service's cluster IP (nothing implements cluster IPs in the lab; OpenShift
-// sets it too, openshift/cluster-kube-apiserver-operator
-// bindata/assets/config/defaultconfig.yaml enable-aggregator-routing).
+// Service's cluster IP (nothing implements cluster IPs in the lab).
 func (l *Lab) aggregatorArgs() []string {
 	if l.agg.FrontProxyCA == "" {
 		return nil
@@ -454,8 +452,8 @@ func (l *Lab) bootstrapAggregated(ctx context.Context) error {
 		}); err != nil {
 			return err
 		}
-		// OpenShift's priorities for both groups (openshift/cluster-openshift-apiserver-operator
-		// pkg/operator/apiservice, openshift/cluster-authentication-operator: 9900 and 15).
+		// Priorities place the groups after the built-in ones (a lab
+		// choice; they only order discovery).
 		svc := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
 			"metadata": map[string]any{"name": g.APIServiceName()},

@@ -13,9 +13,8 @@ import (
 )
 
 // FrontProxyClientName is the front-proxy client certificate's CN, the one
-// name kube-apiserver's --requestheader-allowed-names admits (as
-// OpenShift's kube-apiserver-operator issues it: aggregator-front-proxy-client
-// in openshift-kube-apiserver).
+// name kube-apiserver's --requestheader-allowed-names admits (a lab
+// choice of name).
 const FrontProxyClientName = "system:openshift-aggregator"
 
 // AggregatedClientName is the user the aggregated API servers authenticate

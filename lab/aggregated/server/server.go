@@ -4,9 +4,8 @@
 // k8s.io/apiserver as openshift/openshift-apiserver and
 // openshift/oauth-apiserver are.
 //
-// It serves its one resource from etcd under its own prefix (the real ones
-// use /openshift.io, openshift/cluster-openshift-apiserver-operator
-// bindata/v3.11.0/openshift-apiserver/defaultconfig.yaml), with discovery,
+// It serves its one resource from etcd under its own prefix (/openshift.io,
+// where OpenShift's API servers keep theirs), with discovery,
 // OpenAPI v2 and v3, delegated authentication and authorization against the
 // kube-apiserver (requestheader settings from
 // kube-system/extension-apiserver-authentication), /readyz, graceful
@@ -57,8 +56,9 @@ type Role struct {
 	Title string
 	// EtcdResource is the key folder under EtcdPrefix: OpenShift keeps
 	// imagestreams at /openshift.io/imagestreams and oauthclients at
-	// /openshift.io/oauth/clients (openshift/origin's storage overrides),
-	// without the group k8s.io/apiserver would put in between.
+	// /openshift.io/oauth/clients (openshift/origin 3.x's storage overrides
+	// map oauthclients to oauth/clients), without the group
+	// k8s.io/apiserver would put in between.
 	EtcdResource string
 
 	newObj  func() runtime.Object
