@@ -123,6 +123,11 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		return nil, err
 	}
 	if l.aggBin, err = resolveBinary(ctx, "", aggregated.Spec, opts.BuildProgress); err != nil {
+		// It has no --PATH override (it is the lab's own program): say how
+		// else to get it.
+		if errors.Is(err, binaries.ErrNoGoToolchain) {
+			return nil, fmt.Errorf("the lab's aggregated API server %s is not built yet and building it needs a Go toolchain: %w (install Go 1.24 or newer, or run repro lab build once where Go is)", aggregated.Spec.Version, binaries.ErrNoGoToolchain)
+		}
 		return nil, err
 	}
 	if opts.Listen != "" {
