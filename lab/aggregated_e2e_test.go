@@ -2,6 +2,7 @@ package lab_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/lab/aggregated"
+	"github.com/repro-tools/repro/lab/binaries"
 )
 
 // checkAggregatedAPIs checks issue 12's `repro lab up` items on a running
@@ -332,5 +334,27 @@ func checkAggregatedRollout(t *testing.T, l *lab.Lab) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+}
+
+// Without Go and without a cached build, the aggregated server's absence
+// is one line saying how to get it (it has no --PATH flag to point at).
+func TestAggregatedServerWithoutGoIsOneLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the lab binaries")
+	}
+	kas, err := binaries.Ensure(context.Background(), binaries.KubeAPIServer, binaries.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd, err := binaries.Ensure(context.Background(), binaries.Etcd, binaries.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("REPRO_CACHE_DIR", t.TempDir())
+	t.Setenv("PATH", t.TempDir())
+	_, err = lab.Start(context.Background(), lab.Options{KubeAPIServer: kas, Etcd: etcd})
+	if !errors.Is(err, binaries.ErrNoGoToolchain) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "repro lab build") {
+		t.Fatalf("lab.Start without Go or a cached aggregated server: %v", err)
 	}
 }
