@@ -114,6 +114,14 @@ var catalogue = []Mechanism{
 		RuledOutBy:  "Failures on cache-* pollers, failures spread over every apiserver, or answered requests (attribution).",
 	},
 	{
+		Name: "aggregated-etcd-stall", Profile: true,
+		Summary:     "One node's openshift-apiserver and oauth-apiserver lose etcd; the aggregator keeps sending them a share of the aggregated APIs' requests, through every kube-apiserver, until their readiness takes them out of their Services' endpoints, and those requests go unanswered while kube-api is served.",
+		Fingerprint: []Check{aggregatedOnly(), notAnswered(0.8)},
+		Timing:      "From the stall's start until the stalled replicas leave the endpoints (their etcd readiness check's 2 s timeout plus one readiness probe period); not tied to kube-apiserver's own phases.",
+		Source:      "kubernetes staging/src/k8s.io/apiserver/pkg/util/proxy/proxy.go (ResolveEndpoint picks a random ready endpoint); kubernetes staging/src/k8s.io/apiserver/pkg/storage/storagebackend/factory/etcd3.go (the etcd readiness check)",
+		RuledOutBy:  "Failures on kube-api or cache-kube-api pollers, or answered requests (attribution).",
+	},
+	{
 		Name:        "lb-routes-to-stopped-target",
 		Summary:     "The LB sends new connections to a target whose apiserver process has exited, before its health checks fail.",
 		Fingerprint: []Check{everyBackend(), classes(0.8, stopped...), phases(0.6, "starting"), cacheToo(), servedByRolled(0.6), verdicts(0.6, true, VerdictNotReceived)},

@@ -51,11 +51,24 @@ type Faults struct {
 	// load balancer wanting 2 failures in a row keeps the apiserver in
 	// service while its storage hangs.
 	EtcdCheckTimeout time.Duration
+
+	// AggregatedEtcdStall holds every byte between the aggregated API
+	// servers (openshift-apiserver's and oauth-apiserver's stand-ins, both
+	// groups) on a restarted node and etcd for this long, EtcdStallAfter
+	// after that node's kube-apiserver re-entered service, on the nodes of
+	// EtcdStallOn (every restart when empty). The kube-apiservers' own
+	// links are untouched.
+	AggregatedEtcdStall time.Duration
+	// AggregatedRollout restarts a node's aggregated replicas gracefully
+	// (SIGTERM, their shutdown delay, a new process) once its restarted
+	// kube-apiserver is back in service: a rollout of the aggregated
+	// servers one node at a time, at the kube-apiserver rollout's pace.
+	AggregatedRollout bool
 }
 
 // Enabled reports whether any fault is set.
 func (f Faults) Enabled() bool {
-	return f.LB.Enabled() || f.KeepRegistered || f.EtcdStall > 0 || f.EtcdCheckTimeout > 0
+	return f.LB.Enabled() || f.KeepRegistered || f.EtcdStall > 0 || f.EtcdCheckTimeout > 0 || f.AggregatedEtcdStall > 0 || f.AggregatedRollout
 }
 
 // FaultEvent is one injected fault's window, as the lab applied it.
@@ -119,6 +132,12 @@ func (h stallHook) Forward(ctx context.Context, _ netproxy.Direction, _ int) err
 // balancer's service; it starts the etcd stall if one is configured.
 func (l *Lab) rejoined(n *Node) {
 	f := l.opts.Faults
+	if f.AggregatedRollout {
+		l.rollReplicasOn(n)
+	}
+	if f.AggregatedEtcdStall > 0 && (len(f.EtcdStallOn) == 0 || slices.Contains(f.EtcdStallOn, n.name)) {
+		l.stallReplicasOn(n)
+	}
 	if f.EtcdStall <= 0 || (len(f.EtcdStallOn) > 0 && !slices.Contains(f.EtcdStallOn, n.name)) {
 		return
 	}

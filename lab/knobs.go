@@ -110,6 +110,8 @@ var knobs = []Knob{
 			return nil
 		}},
 	boolKnob("etcd-stall-all", "the etcd stall hits every apiserver's link at once (etcd not answering)", func(o *Options) *bool { return &o.Faults.EtcdStallAll }),
+	durKnob("aggregated-etcd-stall", "hold the etcd traffic of the aggregated API servers (image and oauth, not kube-apiserver) on an etcd-stall-on node this long after its kube-apiserver's restart put it back in service, etcd-stall-after later (0: off)", func(o *Options) *time.Duration { return &o.Faults.AggregatedEtcdStall }),
+	boolKnob("aggregated-rollout", "restart a node's aggregated API servers gracefully once its restarted kube-apiserver is back in service (a rollout of them, one node at a time)", func(o *Options) *bool { return &o.Faults.AggregatedRollout }),
 	durKnob("etcd-check-timeout", "kube-apiserver --etcd-healthcheck-timeout and --etcd-readycheck-timeout (0: their 2s default)", func(o *Options) *time.Duration { return &o.Faults.EtcdCheckTimeout }),
 }
 

@@ -3,6 +3,11 @@
 // behaves like a cloud NLB, with an installer controller that rolls out
 // kube-apiserver revisions the way OpenShift's operator does.
 //
+// image.openshift.io and oauth.openshift.io are aggregated APIs, as on
+// OpenShift: every node also runs the lab's openshift-apiserver and
+// oauth-apiserver stand-ins (lab/aggregated, on k8s.io/apiserver, each
+// process with its own etcd link) behind APIServices (replicas.go).
+//
 // A client of the lab sees what it would see on OpenShift: the
 // kubeapiservers.operator.openshift.io/cluster object, kube-apiserver-<node>
 // pods in openshift-kube-apiserver with revision labels and Ready conditions,
@@ -28,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/repro-tools/repro/lab/aggregated"
 	"github.com/repro-tools/repro/lab/binaries"
 	"github.com/repro-tools/repro/lab/lb"
 	"github.com/repro-tools/repro/lab/netproxy"
@@ -78,6 +84,15 @@ type Lab struct {
 	// their kubelet client certificate (empty without kubelet endpoints).
 	auditPolicy   string
 	kubeletClient pki.KubeletClient
+
+	// The aggregated API servers (replicas.go): their binary, the host
+	// address they listen on, their certificates, and the replicas.
+	aggBin   string
+	hostIP   net.IP
+	agg      pki.Aggregation
+	replicas []*Replica
+	epMu     sync.Mutex
+	epClient kubernetes.Interface
 }
 
 // Start builds or locates the binaries, generates the PKI, starts etcd, the
@@ -114,6 +129,14 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	l.log.Info("kube-apiserver", zap.String("binary", l.kasBin), zap.String("version", l.kubeVersion.String()),
 		zap.String("featureGates", featureGatesFor(l.kubeVersion.Minor)))
 	if l.etcdBin, err = resolveBinary(ctx, opts.Etcd, binaries.Etcd, opts.BuildProgress); err != nil {
+		return nil, err
+	}
+	if l.aggBin, err = resolveBinary(ctx, "", aggregated.Spec, opts.BuildProgress); err != nil {
+		// It has no --PATH override (it is the lab's own program): say how
+		// else to get it.
+		if errors.Is(err, binaries.ErrNoGoToolchain) {
+			return nil, fmt.Errorf("the lab's aggregated API server %s is not built yet and building it needs a Go toolchain: %w (install Go 1.24 or newer, or run repro lab build once where Go is)", aggregated.Spec.Version, binaries.ErrNoGoToolchain)
+		}
 		return nil, err
 	}
 	if opts.Listen != "" {
@@ -165,6 +188,9 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		targets = append(targets, lb.Target{Name: name, Addr: n.addr()})
 	}
 	if err := l.setupNodeLogs(); err != nil {
+		return nil, err
+	}
+	if err := l.setupAggregation(); err != nil {
 		return nil, err
 	}
 
@@ -260,6 +286,9 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		return nil, err
 	}
 	if err := l.registerKubelets(wctx); err != nil {
+		return nil, err
+	}
+	if err := l.startAggregated(wctx); err != nil {
 		return nil, err
 	}
 
@@ -448,12 +477,16 @@ func (l *Lab) Stop() error {
 			}()
 		}
 		wg.Wait()
+		for _, r := range l.replicas {
+			errs = appendErr(errs, r.kill())
+		}
 		l.bg.Wait()
 		// The installer may have started a process between the first pass
 		// and its own exit: kill again now that nothing else starts any.
 		for _, n := range l.nodes {
 			errs = appendErr(errs, n.kill())
 		}
+		errs = append(errs, l.stopReplicas()...)
 		for _, n := range l.nodes {
 			n.wait()
 			if n.proxy != nil {

@@ -177,6 +177,8 @@ func TestLabServesOriginPathsThroughTheLoadBalancerAndRollsOut(t *testing.T) {
 	}
 	rss = append(rss, fmt.Sprintf("etcd %d MiB", rssMiB(l.EtcdPID())), fmt.Sprintf("test process (LB, proxies, operator) %d MiB", rssMiB(os.Getpid())))
 	t.Logf("FIGURE memory after start (RSS): %s", strings.Join(rss, ", "))
+	checkAggregatedAPIs(t, l)
+	checkAggregatedRollout(t, l)
 
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	ops := operatorclient.NewForConfigOrDie(cfg)
@@ -488,7 +490,7 @@ func TestNoProcessOutlivesAKilledRepro(t *testing.T) {
 			break
 		}
 	}
-	if len(pids) != 4 {
+	if len(pids) != 10 {
 		t.Fatalf("child lab reported pids %v", pids)
 	}
 	for _, p := range pids {
@@ -522,6 +524,9 @@ func runChildLab() {
 	var pids []int
 	for _, n := range l.Nodes() {
 		pids = append(pids, n.PID())
+	}
+	for _, r := range l.Replicas() {
+		pids = append(pids, r.PID())
 	}
 	pids = append(pids, l.EtcdPID())
 	b, _ := json.Marshal(pids)

@@ -153,7 +153,7 @@ func (o Options) validate() error {
 		return fmt.Errorf("load balancer health check must be %s or %s, got %q", lb.HealthHTTPS, lb.HealthTCP, o.Health.Protocol)
 	case o.KubeAPIServer != "" && o.KubeVersion != "":
 		return fmt.Errorf("--kube-apiserver %s and --lab-kube-version %s both pick the apiserver: give one", o.KubeAPIServer, o.KubeVersion)
-	case o.Faults.LB.LateDeregistration < 0 || o.Faults.LB.Blackhole < 0 || o.Faults.EtcdStall < 0 || o.Faults.EtcdStallAfter < 0 || o.Faults.EtcdCheckTimeout < 0:
+	case o.Faults.LB.LateDeregistration < 0 || o.Faults.LB.Blackhole < 0 || o.Faults.EtcdStall < 0 || o.Faults.EtcdStallAfter < 0 || o.Faults.EtcdCheckTimeout < 0 || o.Faults.AggregatedEtcdStall < 0:
 		return fmt.Errorf("fault durations must not be negative: %+v", o.Faults)
 	}
 	if _, err := binaries.KubeAPIServerFor(o.KubeVersion); err != nil {

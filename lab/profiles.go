@@ -71,6 +71,16 @@ var profiles = []Profile{
 		Source:   "k8s.io/apiserver pkg/storage/storagebackend/factory/etcd3.go (newETCD3Check caches and rate-limits the etcd check)",
 		Settings: []string{"etcd-stall=60s", "etcd-stall-on=master-1", "etcd-check-timeout=30s"},
 	},
+	{
+		Name: "aggregated-etcd-stall",
+		Models: "master-1's openshift-apiserver and oauth-apiserver (the lab's aggregated replicas) lose etcd for 60 s right after master-1's kube-apiserver is back in service; the kube-apiservers' own links are untouched. " +
+			"The aggregator picks one of a Service's ready endpoints at random per request, so through any kube-apiserver, on new and reused connections alike, about a third of openshift-api and oauth-api requests go to a stalled replica until it leaves its Service's endpoints: " +
+			"its /readyz fails once its etcd readiness check times out (k8s.io/apiserver's 2 s default, not scaled), the pod's readiness probe (10 s) sees it and the lab, as the endpoints controller, takes it out. Requests sent there meanwhile are not answered: header timeouts (27.2 s). " +
+			"Expected: header timeouts on openshift-api and oauth-api only, within the stall's first seconds (check timeout + one probe period); kube-api never fails (its requests never reach these servers). " +
+			"60 s is a guess, long enough to outlast the header timeout so that the requests caught by it show.",
+		Source:   "k8s.io/apiserver pkg/util/proxy/proxy.go (ResolveEndpoint picks a random ready address) and pkg/storage/storagebackend/factory/etcd3.go (the etcd readiness check)",
+		Settings: []string{"aggregated-etcd-stall=60s", "etcd-stall-on=master-1"},
+	},
 }
 
 // Profiles lists the named profiles.

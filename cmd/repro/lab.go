@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/repro-tools/repro/lab"
+	"github.com/repro-tools/repro/lab/aggregated"
 	"github.com/repro-tools/repro/lab/binaries"
 )
 
@@ -25,6 +26,9 @@ func newLabCmd(o *rootOptions) *cobra.Command {
 (master-0..2) on a real etcd, behind a Go load balancer that behaves like a cloud
 NLB (pass-through TLS, /readyz health checks), with an installer controller that
 rolls out kube-apiserver revisions the way OpenShift's operator does.
+image.openshift.io and oauth.openshift.io are aggregated APIs as on OpenShift:
+each node also runs an openshift-apiserver and an oauth-apiserver stand-in
+(k8s.io/apiserver processes with their own etcd links) behind APIServices.
 
 Force a rollout against it as on OpenShift:
   oc --kubeconfig FILE patch kubeapiserver cluster --type=merge \
@@ -38,14 +42,16 @@ func newLabBuildCmd(o *rootOptions) *cobra.Command {
 	var versions []string
 	cmd := &cobra.Command{
 		Use:   "build",
-		Short: "Build and cache the lab's kube-apiserver and etcd now instead of on first use",
+		Short: "Build and cache the lab's kube-apiserver, etcd and aggregated API server now instead of on first use",
 		Long: `Builds kube-apiserver ` + binaries.KubeAPIServer.Version + ` and etcd ` + binaries.Etcd.Version + ` from the Go
-module proxy into the user cache (about 4 minutes cold on 2 cores, once), so
-later lab starts take seconds. --lab-kube-version builds other releases too
-(repro lab versions lists them). Needs a Go toolchain on PATH.`,
+module proxy, and the lab's aggregated API server (openshift-apiserver's and
+oauth-apiserver's stand-in, on k8s.io/apiserver ` + aggregated.Spec.Version + `), into the user cache
+(about 6 minutes cold on 2 cores, once), so later lab starts take seconds.
+--lab-kube-version builds other kube-apiserver releases too (repro lab
+versions lists them). Needs a Go toolchain on PATH.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			specs := append([]binaries.Spec{}, binaries.All...)
+			specs := append(append([]binaries.Spec{}, binaries.All...), aggregated.Spec)
 			for _, v := range versions {
 				s, err := binaries.KubeAPIServerFor(v)
 				if err != nil {
@@ -260,6 +266,22 @@ func newLabUpCmd(o *rootOptions) *cobra.Command {
 			fmt.Fprintf(out, "  kubeconfig:          %s\n", kubeconfigOut)
 			for _, n := range l.Nodes() {
 				fmt.Fprintf(out, "  %s: %s (pid %d, revision %d)\n", n.Name(), n.URL(), n.PID(), n.Revision())
+			}
+			svcs, err := l.APIServices(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("reading the APIServices: %w", err)
+			}
+			for _, s := range svcs {
+				avail := "Available"
+				if !s.Available {
+					avail = "not Available: " + s.Reason
+				}
+				fmt.Fprintf(out, "  APIService %s: %s\n", s.Name, avail)
+				for _, r := range l.Replicas() {
+					if "v1."+r.Group() == s.Name {
+						fmt.Fprintf(out, "    %s/apiserver-%s: %s (pid %d)\n", r.Namespace(), r.NodeName(), r.Addr(), r.PID())
+					}
+				}
 			}
 			fmt.Fprintf(out, "  files:               %s\n", l.Dir())
 			fmt.Fprintf(out, "force a rollout:  KUBECONFIG=%s oc patch kubeapiserver cluster --type=merge -p '{\"spec\":{\"forceRedeploymentReason\":\"test-'$(date +%%s)'\"}}'\n", kubeconfigOut)

@@ -101,7 +101,7 @@ func tail(s string, n int) string {
 	return s
 }
 
-// labProcesses lists the kube-apiserver and etcd processes whose command
+// labProcesses lists the kube-apiserver, aggregated-apiserver and etcd processes whose command
 // line mentions dir (the lab's directory, where their certificates are).
 func labProcesses(t *testing.T, dir string) map[int]string {
 	t.Helper()
@@ -120,7 +120,7 @@ func labProcesses(t *testing.T, dir string) map[int]string {
 			continue
 		}
 		exe := filepath.Base(string(bytes.SplitN(b, []byte{0}, 2)[0]))
-		if (exe == "kube-apiserver" || exe == "etcd") && bytes.Contains(b, []byte(dir)) {
+		if (exe == "kube-apiserver" || exe == "etcd" || exe == "aggregated-apiserver") && bytes.Contains(b, []byte(dir)) {
 			out[pid] = exe
 		}
 	}

@@ -25,7 +25,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -62,6 +61,11 @@ type Spec struct {
 	Release string
 	// dir is the folder of the embedded module files.
 	dir string
+	// Sources, when set, holds the module's files at its root instead of
+	// this package's embedded folder dir: a program whose sources are
+	// embedded by another package (lab/aggregated). Subfolders are kept and
+	// _test.go files left out.
+	Sources fs.FS
 	// ColdBuild is the measured cold build time on 2 cores, shown before the
 	// first build so the wait is expected.
 	ColdBuild time.Duration
@@ -159,21 +163,36 @@ func (o Options) root() (string, error) {
 	return filepath.Join(d, "repro"), nil
 }
 
+// files calls fn for each of the module's files, by its path in the module
+// (still with its .src suffix) in lexical order.
+func (s Spec) files(fn func(name string, b []byte) error) error {
+	fsys, root := fs.FS(sources), s.dir
+	if s.Sources != nil {
+		fsys, root = s.Sources, "."
+	}
+	return fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(p, root+"/")
+		return fn(rel, b)
+	})
+}
+
 // sourceHash identifies the embedded module files, so a changed go.mod with
 // the same version still rebuilds.
 func (s Spec) sourceHash() (string, error) {
 	h := sha256.New()
-	ents, err := fs.ReadDir(sources, s.dir)
-	if err != nil {
-		return "", err
-	}
-	for _, e := range ents {
-		b, err := sources.ReadFile(path.Join(s.dir, e.Name()))
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", e.Name(), len(b))
+	if err := s.files(func(name string, b []byte) error {
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(b))
 		h.Write(b)
+		return nil
+	}); err != nil {
+		return "", err
 	}
 	fmt.Fprintf(h, "%s\x00%s\x00%s", s.Package, s.LDFlags, s.Version)
 	if s.Tags != "" {
@@ -265,20 +284,13 @@ func writeSources(s Spec, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	ents, err := fs.ReadDir(sources, s.dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		b, err := sources.ReadFile(path.Join(s.dir, e.Name()))
-		if err != nil {
+	return s.files(func(name string, b []byte) error {
+		out := filepath.Join(dir, filepath.FromSlash(strings.TrimSuffix(name, ".src")))
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, strings.TrimSuffix(e.Name(), ".src")), b, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+		return os.WriteFile(out, b, 0o644)
+	})
 }
 
 func goEnv(s Spec, dir string) []string {

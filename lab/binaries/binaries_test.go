@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 func TestEnsureWithoutGoToolchainSaysSoInOneLine(t *testing.T) {
@@ -104,5 +105,33 @@ func TestPathNeedsMatchingStamp(t *testing.T) {
 	os.WriteFile(p+".stamp", []byte(h+"\n"), 0o644)
 	if got, ok, _ := Path(Etcd, Options{CacheDir: cache}); !ok || got != p {
 		t.Fatalf("current binary not found: %s %v", got, ok)
+	}
+}
+
+func TestSourcesFromAnotherFSKeepFoldersAndSkipTests(t *testing.T) {
+	s := Spec{Name: "x", Version: "v0", Package: "./cmd", Sources: fstest.MapFS{
+		"go.mod.src":       {Data: []byte("module example.com/x\n")},
+		"cmd/main.go":      {Data: []byte("package main\n")},
+		"cmd/main_test.go": {Data: []byte("package main\n")},
+	}}
+	dir := t.TempDir()
+	if err := writeSources(s, dir); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]bool{"go.mod": true, "cmd/main.go": true, "cmd/main_test.go": false} {
+		_, err := os.Stat(filepath.Join(dir, f))
+		if (err == nil) != want {
+			t.Errorf("%s present=%v, want %v", f, err == nil, want)
+		}
+	}
+	h1, _ := s.sourceHash()
+	s.Sources.(fstest.MapFS)["cmd/main_test.go"] = &fstest.MapFile{Data: []byte("package main // changed\n")}
+	h2, _ := s.sourceHash()
+	if h1 != h2 {
+		t.Error("a test file's change would rebuild the binary")
+	}
+	s.Sources.(fstest.MapFS)["cmd/main.go"] = &fstest.MapFile{Data: []byte("package main // changed\n")}
+	if h3, _ := s.sourceHash(); h3 == h1 {
+		t.Error("a source change would not rebuild the binary")
 	}
 }

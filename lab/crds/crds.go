@@ -1,7 +1,7 @@
 // Package crds embeds the CustomResourceDefinitions the lab applies: the
 // KubeAPIServer CRD copied from github.com/openshift/api by
-// hack/update-lab-crds.sh, and repro's stand-ins for the image and oauth
-// aggregated APIs.
+// hack/update-lab-crds.sh. The image and oauth APIs are aggregated APIs in
+// the lab as on OpenShift (lab/aggregated), not CRDs.
 package crds
 
 import (

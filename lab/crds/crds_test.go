@@ -8,9 +8,7 @@ func TestEmbeddedCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"imagestreams.image.openshift.io":      "Namespaced",
 		"kubeapiservers.operator.openshift.io": "Cluster",
-		"oauthclients.oauth.openshift.io":      "Cluster",
 	}
 	if len(all) != len(want) {
 		t.Fatalf("%d CRDs, want %d", len(all), len(want))

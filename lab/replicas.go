@@ -1,0 +1,911 @@
+package lab
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+
+	"github.com/repro-tools/repro/lab/aggregated"
+	"github.com/repro-tools/repro/lab/netproxy"
+	"github.com/repro-tools/repro/lab/operator"
+	"github.com/repro-tools/repro/lab/pki"
+	"github.com/repro-tools/repro/lab/proc"
+)
+
+// The aggregated API servers: on OpenShift, image.openshift.io and
+// oauth.openshift.io are served by openshift-apiserver and oauth-apiserver
+// pods (three, one per master) that the kube-apiserver's aggregator proxies
+// to through APIService objects. The lab runs its own k8s.io/apiserver
+// program (lab/aggregated/server) in both roles, one process per role per
+// node, each with its own etcd proxy, so requests really go LB →
+// kube-apiserver → aggregator → replica.
+//
+// No controller manager runs in the lab, so the lab is the replicas'
+// kubelet and endpoints controller: it keeps their pods
+// (apiserver-<node>) and the Services' Endpoints and EndpointSlices in line
+// with each replica's /readyz.
+
+// aggregatedShutdownDelay is the replicas' --shutdown-delay-duration: long
+// enough for the lab's endpoint update (immediate on SIGTERM) to reach every
+// kube-apiserver's informer before a replica stops listening. A lab
+// choice, not a figure read from OpenShift's manifests.
+const aggregatedShutdownDelay = 2 * time.Second
+
+// apiServiceGVR is apiregistration.k8s.io/v1 apiservices, written through
+// the dynamic client so repro need not link kube-aggregator's types.
+var apiServiceGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+
+// Replica is one aggregated API server process's place: a role on a node,
+// with a fixed port and etcd proxy across restarts.
+type Replica struct {
+	lab   *Lab
+	group aggregated.Group
+	node  *Node
+	port  int
+	proxy *netproxy.Proxy
+	log   *zap.Logger
+
+	// kubeconfig is the replica's client configuration (its node's
+	// kube-apiserver), kept for restarts.
+	kubeconfig string
+
+	mu      sync.Mutex
+	proc    *proc.Process
+	rec     *ReplicaRecord
+	history []*ReplicaRecord
+	ready   bool
+	changed chan struct{}
+}
+
+// ReplicaRecord is one aggregated server process's life.
+type ReplicaRecord struct {
+	Group       string    `json:"group"`
+	Node        string    `json:"node"`
+	PID         int       `json:"pid"`
+	LogPath     string    `json:"logPath"`
+	Started     time.Time `json:"started"`
+	Ready       time.Time `json:"ready,omitzero"`
+	Terminating time.Time `json:"terminating,omitzero"`
+	Exited      time.Time `json:"exited,omitzero"`
+	ExitStatus  string    `json:"exitStatus,omitempty"`
+}
+
+// Group is the API group the replica serves.
+func (r *Replica) Group() string { return r.group.Name }
+
+// Namespace is where the replica's pod and Service are.
+func (r *Replica) Namespace() string { return r.group.Namespace }
+
+// NodeName is the node the replica runs on.
+func (r *Replica) NodeName() string { return r.node.name }
+
+// Addr is the replica's listening address (host address, own port).
+func (r *Replica) Addr() string { return net.JoinHostPort(r.lab.hostIP.String(), strconv.Itoa(r.port)) }
+
+// EtcdProxy is the proxy between this replica and etcd: the seam for
+// stalling one aggregated server's storage.
+func (r *Replica) EtcdProxy() *netproxy.Proxy { return r.proxy }
+
+// PID is the running process's pid, 0 between processes.
+func (r *Replica) PID() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc == nil {
+		return 0
+	}
+	return r.proc.PID()
+}
+
+// AuditLog is the replica's audit log on its node, where `oc adm node-logs
+// NODE --path=openshift-apiserver/audit.log` (or oauth-apiserver/) reads it.
+func (r *Replica) AuditLog() string {
+	return filepath.Join(r.node.nodeLogDir(), r.group.Component, "audit.log")
+}
+
+// Processes returns a copy of every process the replica has run.
+func (r *Replica) Processes() []ReplicaRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]ReplicaRecord, len(r.history))
+	for i, h := range r.history {
+		out[i] = *h
+	}
+	return out
+}
+
+func (r *Replica) podName() string { return "apiserver-" + r.node.name }
+
+func (r *Replica) notify() {
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Replicas returns the aggregated API servers, by group then node.
+func (l *Lab) Replicas() []*Replica { return append([]*Replica(nil), l.replicas...) }
+
+// setupAggregation issues the aggregation layer's certificates and lays out
+// the replicas (ports, etcd proxies, log folders); it runs before the
+// kube-apiservers start, which need the front-proxy files.
+func (l *Lab) setupAggregation() error {
+	l.hostIP = hostAddress()
+	if l.hostIP == nil {
+		return fmt.Errorf("the lab's aggregated API servers need a non-loopback address (Endpoints refuse loopback ones) and this host has none: bring up a network interface with an address")
+	}
+	var names []string
+	for _, g := range aggregated.Groups {
+		names = append(names, "api."+g.Namespace+".svc", "api."+g.Namespace+".svc.cluster.local")
+	}
+	var err error
+	if l.agg, err = l.pki.IssueAggregation(l.hostIP, names); err != nil {
+		return fmt.Errorf("aggregation certificates: %w", err)
+	}
+	for _, g := range aggregated.Groups {
+		for _, n := range l.nodes {
+			port, err := freePortOn(l.hostIP)
+			if err != nil {
+				return err
+			}
+			px, err := netproxy.New("etcd-"+g.Component+"-"+n.name, "127.0.0.1:0", l.etcdAddr())
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(filepath.Join(n.nodeLogDir(), g.Component), 0o755); err != nil {
+				return err
+			}
+			l.replicas = append(l.replicas, &Replica{lab: l, group: g, node: n, port: port, proxy: px,
+				log: l.log.With(zap.String("node", n.name), zap.String("group", g.Name)), changed: make(chan struct{}, 1)})
+		}
+	}
+	return nil
+}
+
+func freePortOn(ip net.IP) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// aggregatorArgs are kube-apiserver's aggregation flags: the front proxy's
+// CA and client certificate, and routing to endpoints rather than the
+// Service's cluster IP (nothing implements cluster IPs in the lab).
+func (l *Lab) aggregatorArgs() []string {
+	if l.agg.FrontProxyCA == "" {
+		return nil
+	}
+	return []string{
+		"--requestheader-client-ca-file=" + l.agg.FrontProxyCA,
+		"--requestheader-allowed-names=" + pki.FrontProxyClientName,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + l.agg.ProxyClientCert,
+		"--proxy-client-key-file=" + l.agg.ProxyClientKey,
+		"--enable-aggregator-routing=true",
+	}
+}
+
+// kubeconfigFor writes the replicas' kubeconfig for node: its own
+// kube-apiserver, the replicas' client certificate.
+func (l *Lab) kubeconfigFor(n *Node) (string, error) {
+	p := filepath.Join(l.pki.Dir, "aggregated-"+n.name+".kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["lab"] = &clientcmdapi.Cluster{Server: n.URL(), CertificateAuthority: l.pki.CACert}
+	cfg.AuthInfos["aggregated"] = &clientcmdapi.AuthInfo{ClientCertificate: l.agg.ClientCert, ClientKey: l.agg.ClientKey}
+	cfg.Contexts["lab"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: "aggregated"}
+	cfg.CurrentContext = "lab"
+	return p, clientcmd.WriteToFile(*cfg, p)
+}
+
+func (r *Replica) args(kubeconfig string) []string {
+	l := r.lab
+	return []string{
+		"--group=" + r.group.Name,
+		"--etcd-servers=http://" + r.proxy.Addr(),
+		"--bind-address=" + l.hostIP.String(),
+		"--secure-port=" + strconv.Itoa(r.port),
+		"--tls-cert-file=" + l.agg.ServingCert,
+		"--tls-private-key-file=" + l.agg.ServingKey,
+		"--cert-dir=" + filepath.Join(l.dir, "certs-"+r.group.Component+"-"+r.node.name),
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--audit-policy-file=" + l.auditPolicy,
+		"--audit-log-path=" + r.AuditLog(),
+		"--audit-log-format=json",
+		"--audit-log-maxsize=" + auditMaxSizeMB,
+		"--audit-log-maxbackup=" + auditMaxBackups,
+		"--shutdown-delay-duration=" + aggregatedShutdownDelay.String(),
+		"--shutdown-send-retry-after=true",
+		"--profiling=false",
+		"--v=1",
+	}
+}
+
+// start execs the replica and waits until its /readyz answers 200.
+func (r *Replica) start(ctx context.Context, kubeconfig string) error {
+	l := r.lab
+	r.kubeconfig = kubeconfig
+	r.mu.Lock()
+	seq := len(r.history) + 1
+	r.mu.Unlock()
+	logPath := filepath.Join(l.dir, "logs", fmt.Sprintf("%s-%s-%d.log", r.group.Component, r.node.name, seq))
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	if err := l.ctx.Err(); err != nil {
+		logf.Close()
+		return fmt.Errorf("%s on %s: lab is stopping", r.group.Component, r.node.name)
+	}
+	cmd := exec.Command(l.aggBin, r.args(kubeconfig)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	rec := &ReplicaRecord{Group: r.group.Name, Node: r.node.name, LogPath: logPath, Started: time.Now()}
+	p, err := proc.Start(cmd)
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("starting %s on %s (%s): %w", r.group.Component, r.node.name, l.aggBin, err)
+	}
+	rec.PID = p.PID()
+	r.mu.Lock()
+	r.proc, r.rec, r.ready = p, rec, false
+	r.history = append(r.history, rec)
+	r.mu.Unlock()
+	r.notify()
+	r.log.Info("aggregated apiserver started", zap.Int("pid", rec.PID), zap.String("log", logPath))
+
+	hc := l.httpClient(false, time.Second)
+	deadline := time.NewTimer(l.opts.StartTimeout)
+	defer deadline.Stop()
+	last := ""
+	for {
+		code, err := get(ctx, hc, "https://"+r.Addr()+"/readyz")
+		if err == nil && code == http.StatusOK {
+			r.mu.Lock()
+			rec.Ready = time.Now()
+			r.ready = true
+			r.mu.Unlock()
+			r.notify()
+			r.log.Info("aggregated apiserver ready", zap.Duration("after", rec.Ready.Sub(rec.Started).Round(time.Millisecond)))
+			return nil
+		}
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = strconv.Itoa(code)
+		}
+		select {
+		case <-p.Exited():
+			return fmt.Errorf("%s on %s exited at start (%s); last lines of %s:\n%s", r.group.Component, r.node.name, p.ExitStatus(), logPath, proc.Tail(logPath, 15))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("%s on %s not ready after %s (last /readyz: %s); last lines of %s:\n%s", r.group.Component, r.node.name, l.opts.StartTimeout, last, logPath, proc.Tail(logPath, 15))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// terminate stops the replica as the kubelet stops a pod: out of the
+// endpoints first (the pod turns Terminating), then SIGTERM, SIGKILL after
+// the grace period.
+func (r *Replica) terminate() error {
+	r.mu.Lock()
+	p, rec := r.proc, r.rec
+	if p == nil {
+		r.mu.Unlock()
+		return nil
+	}
+	rec.Terminating = time.Now()
+	r.ready = false
+	r.mu.Unlock()
+	r.notify()
+	r.lab.syncEndpoints(r.lab.ctx, r.group)
+	_, err := p.Terminate(r.lab.opts.GracePeriod)
+	r.mu.Lock()
+	rec.Exited, rec.ExitStatus = p.ExitedAt(), p.ExitStatus()
+	r.proc = nil
+	r.mu.Unlock()
+	r.notify()
+	r.log.Info("aggregated apiserver exited", zap.String("status", rec.ExitStatus), zap.Duration("afterSIGTERM", rec.Exited.Sub(rec.Terminating).Round(time.Millisecond)))
+	return err
+}
+
+func (r *Replica) kill() error {
+	r.mu.Lock()
+	p := r.proc
+	r.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.Kill()
+}
+
+// startAggregated creates what OpenShift's operators create for the two
+// aggregated APIs (namespaces, RBAC, Services, APIServices), starts every
+// replica, publishes their endpoints and waits until both APIServices are
+// Available. It runs once the kube-apiservers are in service.
+func (l *Lab) startAggregated(ctx context.Context) error {
+	began := time.Now()
+	if err := l.bootstrapAggregated(ctx); err != nil {
+		return err
+	}
+	kubeconfigs := map[string]string{}
+	for _, n := range l.nodes {
+		p, err := l.kubeconfigFor(n)
+		if err != nil {
+			return err
+		}
+		kubeconfigs[n.name] = p
+	}
+	errs := make(chan error, len(l.replicas))
+	for _, r := range l.replicas {
+		r := r
+		go func() { errs <- r.start(ctx, kubeconfigs[r.node.name]) }()
+	}
+	var startErr error
+	for range l.replicas {
+		if err := <-errs; err != nil && startErr == nil {
+			startErr = err
+		}
+	}
+	if startErr != nil {
+		return startErr
+	}
+	for _, g := range aggregated.Groups {
+		if err := l.syncEndpoints(ctx, g); err != nil {
+			return err
+		}
+	}
+	for _, r := range l.replicas {
+		r := r
+		l.bg.Add(2)
+		go func() { defer l.bg.Done(); r.probeLoop(l.ctx) }()
+		go func() { defer l.bg.Done(); r.kubeletLoop(l.ctx) }()
+	}
+	if err := l.waitAPIServicesAvailable(ctx); err != nil {
+		return err
+	}
+	l.log.Info("aggregated APIs available", zap.Int("replicas", len(l.replicas)), zap.Duration("took", time.Since(began).Round(time.Millisecond)))
+	return nil
+}
+
+func (l *Lab) bootstrapAggregated(ctx context.Context) error {
+	kube := l.client
+	retry := func(what string, fn func() error) error {
+		if err := operator.RetryTransient(ctx, func() error {
+			err := fn()
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		}); err != nil {
+			return fmt.Errorf("lab bootstrap: %s: %w", what, err)
+		}
+		return nil
+	}
+	// The replicas' user gets cluster-admin, as openshift-apiserver's and
+	// oauth-apiserver's service accounts do: they read the requestheader
+	// configmap, review tokens and access, and run admission informers.
+	if err := retry("binding the aggregated servers' user", func() error {
+		_, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "system:openshift:aggregated-apiservers"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: pki.AggregatedClientName}},
+		}, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(l.cfg)
+	if err != nil {
+		return err
+	}
+	for _, g := range aggregated.Groups {
+		g := g
+		if err := retry("creating namespace "+g.Namespace, func() error {
+			_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+				Name:   g.Namespace,
+				Labels: map[string]string{"openshift.io/run-level": "", "pod-security.kubernetes.io/enforce": "privileged"},
+			}}, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return err
+		}
+		// A Service without a selector: the lab writes its endpoints.
+		if err := retry("creating service "+g.Namespace+"/api", func() error {
+			_, err := kube.CoreV1().Services(g.Namespace).Create(ctx, &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: "api", Labels: map[string]string{"app": g.Component}},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: []corev1.ServicePort{{
+					Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443), Protocol: corev1.ProtocolTCP}}},
+			}, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return err
+		}
+		// Priorities place the groups after the built-in ones (a lab
+		// choice; they only order discovery).
+		svc := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+			"metadata": map[string]any{"name": g.APIServiceName()},
+			"spec": map[string]any{
+				"group": g.Name, "version": "v1",
+				"service":              map[string]any{"namespace": g.Namespace, "name": "api", "port": int64(443)},
+				"caBundle":             base64.StdEncoding.EncodeToString(l.pki.CAPEM),
+				"groupPriorityMinimum": int64(9900), "versionPriority": int64(15),
+			},
+		}}
+		if err := retry("creating APIService "+g.APIServiceName(), func() error {
+			_, err := dyn.Resource(apiServiceGVR).Create(ctx, svc, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncEndpoints writes the group's Endpoints and EndpointSlices from the
+// replicas' readiness, as the endpoints and endpointslice controllers
+// would. Both: the aggregator resolves through Endpoints up to Kubernetes
+// 1.32 and EndpointSlices since (kubernetes
+// staging/src/k8s.io/kube-aggregator/pkg/apiserver/resolvers.go).
+func (l *Lab) syncEndpoints(ctx context.Context, g aggregated.Group) error {
+	l.epMu.Lock()
+	defer l.epMu.Unlock()
+	if l.epClient == nil {
+		// Endpoints are deprecated since 1.33 and every write says so;
+		// the lab writes them on purpose (1.29's aggregator reads them).
+		c := rest.CopyConfig(l.cfg)
+		c.WarningHandler = rest.NoWarnings{}
+		var err error
+		if l.epClient, err = kubernetes.NewForConfig(c); err != nil {
+			return err
+		}
+	}
+	kube := l.epClient
+	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: g.Namespace, Labels: map[string]string{"app": g.Component}}}
+	var slices []*discoveryv1.EndpointSlice
+	for _, r := range l.replicas {
+		if r.group != g {
+			continue
+		}
+		r.mu.Lock()
+		ready, running := r.ready, r.proc != nil
+		r.mu.Unlock()
+		addr := corev1.EndpointAddress{IP: l.hostIP.String(), NodeName: ptr.To(r.node.name),
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: g.Namespace, Name: r.podName()}}
+		// Each replica has its own port, so each is its own subset (and
+		// slice): an endpoint's ports are shared by its addresses.
+		ss := corev1.EndpointSubset{Ports: []corev1.EndpointPort{{Name: "https", Port: int32(r.port), Protocol: corev1.ProtocolTCP}}}
+		if ready {
+			ss.Addresses = []corev1.EndpointAddress{addr}
+		} else {
+			ss.NotReadyAddresses = []corev1.EndpointAddress{addr}
+		}
+		ep.Subsets = append(ep.Subsets, ss)
+		slices = append(slices, &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: "api-" + r.node.name, Namespace: g.Namespace, Labels: map[string]string{
+				discoveryv1.LabelServiceName: "api", discoveryv1.LabelManagedBy: "repro-lab"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{{
+				Addresses:  []string{l.hostIP.String()},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(ready), Terminating: ptr.To(!running)},
+				NodeName:   ptr.To(r.node.name),
+				TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: g.Namespace, Name: r.podName()},
+			}},
+			Ports: []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(r.port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		})
+	}
+	if l.hostIP.To4() == nil {
+		for _, s := range slices {
+			s.AddressType = discoveryv1.AddressTypeIPv6
+		}
+	}
+	return operator.RetryTransient(ctx, func() error {
+		cur, err := kube.CoreV1().Endpoints(g.Namespace).Get(ctx, "api", metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			if _, err := kube.CoreV1().Endpoints(g.Namespace).Create(ctx, ep, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		default:
+			ep.ResourceVersion = cur.ResourceVersion
+			if _, err := kube.CoreV1().Endpoints(g.Namespace).Update(ctx, ep, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+		}
+		for _, s := range slices {
+			cur, err := kube.DiscoveryV1().EndpointSlices(g.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				if _, err := kube.DiscoveryV1().EndpointSlices(g.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+					return err
+				}
+			case err != nil:
+				return err
+			default:
+				s.ResourceVersion = cur.ResourceVersion
+				if _, err := kube.DiscoveryV1().EndpointSlices(g.Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// APIServiceStatus is one APIService's Available condition.
+type APIServiceStatus struct {
+	Name      string
+	Available bool
+	Reason    string
+	Message   string
+}
+
+// APIServices reads the aggregated APIs' APIService objects.
+func (l *Lab) APIServices(ctx context.Context) ([]APIServiceStatus, error) {
+	dyn, err := dynamic.NewForConfig(l.cfg)
+	if err != nil {
+		return nil, err
+	}
+	var out []APIServiceStatus
+	for _, g := range aggregated.Groups {
+		u, err := dyn.Resource(apiServiceGVR).Get(ctx, g.APIServiceName(), metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		st := APIServiceStatus{Name: g.APIServiceName()}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] == "Available" {
+				st.Available = m["status"] == "True"
+				st.Reason, _ = m["reason"].(string)
+				st.Message, _ = m["message"].(string)
+			}
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (l *Lab) waitAPIServicesAvailable(ctx context.Context) error {
+	last := ""
+	for {
+		sts, err := l.APIServices(ctx)
+		all := err == nil
+		for _, s := range sts {
+			if !s.Available {
+				all = false
+				last = fmt.Sprintf("%s: %s %s", s.Name, s.Reason, s.Message)
+			}
+		}
+		if err != nil {
+			last = err.Error()
+		}
+		if all {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the aggregated APIServices to be Available (last: %s): %w", last, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// probeLoop is the replica pod's readiness probe; a change updates the
+// pod and the Service's endpoints.
+func (r *Replica) probeLoop(ctx context.Context) {
+	hc := r.lab.httpClient(false, r.lab.opts.ProbeInterval)
+	t := time.NewTicker(r.lab.opts.ProbeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		running := r.proc != nil && r.rec.Terminating.IsZero()
+		r.mu.Unlock()
+		if !running {
+			continue
+		}
+		code, err := get(ctx, hc, "https://"+r.Addr()+"/readyz")
+		ok := err == nil && code == http.StatusOK
+		r.mu.Lock()
+		changed := ok != r.ready && r.rec.Terminating.IsZero()
+		if changed {
+			r.ready = ok
+		}
+		r.mu.Unlock()
+		if changed {
+			r.notify()
+			if err := r.lab.syncEndpoints(ctx, r.group); err != nil && ctx.Err() == nil {
+				r.log.Warn("updating endpoints", zap.Error(err))
+			}
+		}
+	}
+}
+
+// kubeletLoop keeps the replica's pod apiserver-<node> in its namespace
+// in line with the process, as the kubelet reports a Deployment's pod.
+func (r *Replica) kubeletLoop(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.changed:
+		case <-time.After(backoff):
+		}
+		if err := r.syncPod(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.log.Debug("replica pod sync failed, retrying", zap.Error(err))
+			backoff = min(backoff*2, 2*time.Second)
+			r.notify()
+			continue
+		}
+		backoff = 5 * time.Second
+	}
+}
+
+func (r *Replica) syncPod(ctx context.Context) error {
+	pods := r.lab.client.CoreV1().Pods(r.group.Namespace)
+	r.mu.Lock()
+	rec, ready, running := r.rec, r.ready, r.proc != nil
+	var started, readyAt time.Time
+	pid := 0
+	if rec != nil {
+		started, readyAt, pid = rec.Started, rec.Ready, rec.PID
+	}
+	r.mu.Unlock()
+	cur, err := pods.Get(ctx, r.podName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		if !running {
+			return nil
+		}
+		cur, err = pods.Create(ctx, r.pod(), metav1.CreateOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	cond := func(t corev1.PodConditionType, ok bool, since time.Time) corev1.PodCondition {
+		s := corev1.ConditionFalse
+		if ok {
+			s = corev1.ConditionTrue
+		}
+		for _, c := range cur.Status.Conditions {
+			if c.Type == t && c.Status == s {
+				return c
+			}
+		}
+		return corev1.PodCondition{Type: t, Status: s, LastTransitionTime: metav1.NewTime(since)}
+	}
+	now := time.Now()
+	readySince := now
+	if ready && !readyAt.IsZero() {
+		readySince = readyAt
+	}
+	start := metav1.NewTime(started)
+	hostIP := r.lab.hostIP.String()
+	state := corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: start}}
+	if !running {
+		state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: start, FinishedAt: metav1.NewTime(now)}}
+	}
+	want := corev1.PodStatus{
+		Phase:  corev1.PodRunning,
+		HostIP: hostIP, HostIPs: []corev1.HostIP{{IP: hostIP}},
+		PodIP: hostIP, PodIPs: []corev1.PodIP{{IP: hostIP}},
+		StartTime: &start, QOSClass: corev1.PodQOSBestEffort,
+		Conditions: []corev1.PodCondition{
+			cond(corev1.PodReadyToStartContainers, true, started),
+			cond(corev1.PodInitialized, true, started),
+			cond(corev1.PodReady, ready, readySince),
+			cond(corev1.ContainersReady, ready, readySince),
+			cond(corev1.PodScheduled, true, started),
+		},
+		ContainerStatuses: []corev1.ContainerStatus{{
+			Name: r.group.Component, Image: "lab.local/aggregated-apiserver:" + aggregated.Spec.Version,
+			ImageID: "lab.local/aggregated-apiserver@pid-" + strconv.Itoa(pid),
+			Ready:   ready, Started: ptr.To(running), State: state,
+		}},
+	}
+	if cur.Annotations["repro.lab/pid"] != strconv.Itoa(pid) {
+		up := cur.DeepCopy()
+		if up.Annotations == nil {
+			up.Annotations = map[string]string{}
+		}
+		up.Annotations["repro.lab/pid"] = strconv.Itoa(pid)
+		if cur, err = pods.Update(ctx, up, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	if podStatusEqual(cur.Status, want) && cur.Status.ContainerStatuses[0].Started != nil && *cur.Status.ContainerStatuses[0].Started == running {
+		return nil
+	}
+	up := cur.DeepCopy()
+	up.Status = want
+	_, err = pods.UpdateStatus(ctx, up, metav1.UpdateOptions{})
+	return err
+}
+
+func (r *Replica) pod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: r.podName(), Namespace: r.group.Namespace,
+			Labels: map[string]string{"app": r.group.Component, "apiserver": "true"},
+			Annotations: map[string]string{
+				"repro.lab/binary": r.lab.aggBin,
+			},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                      r.node.name,
+			PriorityClassName:             "system-node-critical",
+			TerminationGracePeriodSeconds: ptr.To(int64(r.lab.opts.GracePeriod / time.Second)),
+			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{
+				Name:    r.group.Component,
+				Image:   "lab.local/aggregated-apiserver:" + aggregated.Spec.Version,
+				Command: []string{"aggregated-apiserver", "--group=" + r.group.Name},
+				Ports:   []corev1.ContainerPort{{Name: "https", ContainerPort: int32(r.port), Protocol: corev1.ProtocolTCP}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(int32(r.port)), Scheme: corev1.URISchemeHTTPS}},
+					PeriodSeconds: int32(max(1, r.lab.opts.ProbeInterval/time.Second)),
+				},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+		},
+	}
+}
+
+// rollReplicasOn restarts n's replicas in the background (the
+// aggregated-rollout knob).
+func (l *Lab) rollReplicasOn(n *Node) {
+	l.bg.Add(1)
+	go func() {
+		defer l.bg.Done()
+		if err := l.RollReplicas(l.ctx, n.name); err != nil && l.ctx.Err() == nil {
+			l.log.Error("rolling the aggregated apiservers", zap.String("node", n.name), zap.Error(err))
+		}
+	}()
+}
+
+// RollReplicas restarts node's aggregated replicas gracefully, both groups
+// at once (separate Deployments on OpenShift), as a Deployment rollout
+// replaces a pod: out of the endpoints, SIGTERM, the shutdown delay, a new
+// process, back in the endpoints once ready. It returns when both are back.
+func (l *Lab) RollReplicas(ctx context.Context, node string) error {
+	var hit []*Replica
+	for _, r := range l.replicas {
+		if r.node.name == node {
+			hit = append(hit, r)
+		}
+	}
+	if len(hit) == 0 {
+		return fmt.Errorf("no aggregated replicas on %q", node)
+	}
+	errs := make(chan error, len(hit))
+	for _, r := range hit {
+		r := r
+		go func() {
+			i := l.faults.add(FaultEvent{Fault: "aggregated-rollout", Node: node, Nodes: []string{r.group.Component + "/" + node}, From: time.Now()})
+			defer func() { l.faults.end(i, time.Now()) }()
+			r.log.Info("rolling the aggregated apiserver")
+			if err := r.terminate(); err != nil {
+				r.log.Warn("terminating the aggregated apiserver", zap.Error(err))
+			}
+			if err := r.start(ctx, r.kubeconfig); err != nil {
+				errs <- err
+				return
+			}
+			errs <- l.syncEndpoints(ctx, r.group)
+		}()
+	}
+	var first error
+	for range hit {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// stallReplicasOn holds the etcd links of n's replicas for
+// AggregatedEtcdStall, EtcdStallAfter after n's kube-apiserver is back in
+// service.
+func (l *Lab) stallReplicasOn(n *Node) {
+	f := l.opts.Faults
+	var hit []*Replica
+	var names []string
+	for _, r := range l.replicas {
+		if r.node == n {
+			hit = append(hit, r)
+			names = append(names, r.group.Component+"/"+n.name)
+		}
+	}
+	l.bg.Add(1)
+	go func() {
+		defer l.bg.Done()
+		wctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
+		_ = l.lb.WaitInService(wctx, n.name)
+		cancel()
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-time.After(f.EtcdStallAfter):
+		}
+		from := time.Now()
+		until := from.Add(f.AggregatedEtcdStall)
+		for _, r := range hit {
+			r.proxy.SetHook(stallHook{until: until})
+		}
+		i := l.faults.add(FaultEvent{Fault: "aggregated-etcd-stall", Node: n.name, Nodes: names, From: from})
+		l.log.Info("fault: stalling the aggregated servers' link to etcd", zap.String("trigger", n.name), zap.Strings("links", names), zap.Duration("for", f.AggregatedEtcdStall))
+		select {
+		case <-l.ctx.Done():
+		case <-time.After(time.Until(until)):
+		}
+		for _, r := range hit {
+			r.proxy.SetHook(nil)
+		}
+		l.faults.end(i, time.Now())
+		l.log.Info("fault: aggregated servers' link to etcd released", zap.Strings("links", names))
+	}()
+}
+
+// stopReplicas SIGKILLs every replica at lab stop and closes their proxies.
+func (l *Lab) stopReplicas() []error {
+	var errs []error
+	for _, r := range l.replicas {
+		errs = appendErr(errs, r.kill())
+	}
+	for _, r := range l.replicas {
+		r.mu.Lock()
+		p := r.proc
+		r.mu.Unlock()
+		if p != nil {
+			<-p.Exited()
+		}
+		if r.proxy != nil {
+			_ = r.proxy.Close()
+		}
+	}
+	return errs
+}
