@@ -228,7 +228,7 @@ func (l *Lab) kubeconfigFor(n *Node) (string, error) {
 
 func (r *Replica) args(kubeconfig string) []string {
 	l := r.lab
-	return []string{
+	return append([]string{
 		"--group=" + r.group.Name,
 		"--etcd-servers=http://" + r.proxy.Addr(),
 		"--bind-address=" + l.hostIP.String(),
@@ -248,7 +248,8 @@ func (r *Replica) args(kubeconfig string) []string {
 		"--shutdown-send-retry-after=true",
 		"--profiling=false",
 		"--v=1",
-	}
+		// Per kube-apiserver release (versions.go).
+	}, aggregatedArgsFor(l.kubeVersion.Minor)...)
 }
 
 // start execs the replica and waits until its /readyz answers 200.

@@ -45,27 +45,37 @@ func parseKubeVersion(s string) KubeVersion {
 	return KubeVersion{GitVersion: m[0], Minor: minor}
 }
 
-// featureGate is one --feature-gates entry the lab sets, for the releases it
-// applies to, with the reason.
-type featureGate struct {
-	gate string
+// releaseFlag is one setting the lab gives for the releases it applies to,
+// with the reason.
+type releaseFlag struct {
+	value string
 	// minMinor/maxMinor bound the releases (inclusive; 0 means unbounded).
 	minMinor, maxMinor int
 	why                string
 }
 
-// featureGates lists every gate the lab changes and why. A difference
-// between releases the lab needs handled lives here, explicitly, rather than
-// in a release check scattered through the code.
-var featureGates = []featureGate{
+// applies reports whether f holds for a release; an unknown one (minor 0)
+// gets only the settings every release takes.
+func (f releaseFlag) applies(minor int) bool {
+	if minor == 0 {
+		return f.minMinor == 0 && f.maxMinor == 0
+	}
+	return (f.minMinor == 0 || minor >= f.minMinor) && (f.maxMinor == 0 || minor <= f.maxMinor)
+}
+
+// featureGates lists every kube-apiserver gate the lab changes and why. A
+// difference between releases the lab needs handled lives here or in
+// aggregatedFlags, explicitly, rather than in a release check scattered
+// through the code.
+var featureGates = []releaseFlag{
 	{
 		// Each apiserver's identity lease is named from a hash of the
 		// hostname: three apiservers on one host would share one lease and
 		// conflict on it every 10 s. Cluster nodes have distinct hostnames;
 		// the lab turns the identity leases off (beta since 1.26, so the
 		// gate exists in every release the lab builds).
-		gate: "APIServerIdentity=false",
-		why:  "three apiservers on one host would share one identity lease",
+		value: "APIServerIdentity=false",
+		why:   "three apiservers on one host would share one identity lease",
 	},
 	{
 		// The KubeAPIServer CRD the lab serves (github.com/openshift/api
@@ -77,26 +87,52 @@ var featureGates = []featureGate{
 		// (kubernetes/enhancements keps/sig-api-machinery/4008-crd-ratcheting).
 		// OpenShift 4.16 served the CRD of its own openshift/api, which did
 		// not use the field yet.
-		gate:     "CRDValidationRatcheting=true",
+		value:    "CRDValidationRatcheting=true",
 		minMinor: 28, maxMinor: 29,
 		why: "the KubeAPIServer CRD's transition rules use optionalOldSelf",
 	},
 }
 
-// featureGatesFor returns the --feature-gates value for a release (minor 0,
-// unknown, gets the gates of every release).
+// aggregatedFlags lists the flags of the lab's aggregated API servers
+// (built on k8s.io/apiserver of the lab's own release) that depend on the
+// kube-apiserver release beside them.
+var aggregatedFlags = []releaseFlag{
+	{
+		// k8s.io/apiserver's ValidatingAdmissionPolicy plugin (on by
+		// default) watches admissionregistration.k8s.io/v1 policies, which
+		// Kubernetes serves from 1.30 (1.29 has only v1beta1, off by
+		// default: staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating).
+		// Its informers never sync against 1.29, and /readyz waits for them,
+		// so the replicas would never be ready. OpenShift 4.16's
+		// openshift-apiserver was built on 1.29's library, which has no such wait.
+		value:    "--disable-admission-plugins=ValidatingAdmissionPolicy",
+		minMinor: 1, maxMinor: 29,
+		why: "admissionregistration.k8s.io/v1 policies are not served before 1.30",
+	},
+}
+
+// featureGatesFor returns the kube-apiserver --feature-gates value for a
+// release.
 func featureGatesFor(minor int) string {
 	var gates []string
 	for _, g := range featureGates {
-		if minor != 0 && ((g.minMinor != 0 && minor < g.minMinor) || (g.maxMinor != 0 && minor > g.maxMinor)) {
-			continue
+		if g.applies(minor) {
+			gates = append(gates, g.value)
 		}
-		if minor == 0 && (g.minMinor != 0 || g.maxMinor != 0) {
-			continue
-		}
-		gates = append(gates, g.gate)
 	}
 	return strings.Join(gates, ",")
+}
+
+// aggregatedArgsFor returns the aggregated servers' flags for the
+// kube-apiserver release they run beside.
+func aggregatedArgsFor(minor int) []string {
+	var args []string
+	for _, f := range aggregatedFlags {
+		if f.applies(minor) {
+			args = append(args, f.value)
+		}
+	}
+	return args
 }
 
 // String is the version as reported, or "unknown".

@@ -31,9 +31,17 @@ func TestFeatureGatesPerRelease(t *testing.T) {
 			t.Errorf("1.%d: --feature-gates=%s, want %s", minor, got, want)
 		}
 	}
-	for _, g := range featureGates {
-		if g.why == "" || !strings.Contains(g.gate, "=") {
-			t.Errorf("gate %q needs a value and a reason", g.gate)
+	for _, g := range append(append([]releaseFlag{}, featureGates...), aggregatedFlags...) {
+		if g.why == "" || !strings.Contains(g.value, "=") {
+			t.Errorf("%q needs a value and a reason", g.value)
+		}
+	}
+	if got := strings.Join(aggregatedArgsFor(29), " "); got != "--disable-admission-plugins=ValidatingAdmissionPolicy" {
+		t.Errorf("aggregated servers beside 1.29: %q", got)
+	}
+	for _, minor := range []int{0, 30, 34} {
+		if got := aggregatedArgsFor(minor); len(got) != 0 {
+			t.Errorf("aggregated servers beside 1.%d: %q, want their defaults", minor, got)
 		}
 	}
 }
