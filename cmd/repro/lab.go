@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/lab/binaries"
+	"github.com/repro-tools/repro/lab/netns"
 )
 
 func init() { subcommands = append(subcommands, newLabCmd) }
@@ -61,6 +64,7 @@ later lab starts take seconds. Needs a Go toolchain on PATH.`,
 // in the help); a flag given on the command line is taken as it is.
 type labFlags struct {
 	opts    lab.Options
+	lb      string
 	timing  string
 	profile string
 	sets    []string
@@ -116,7 +120,32 @@ func (f *labFlags) options() (lab.Options, error) {
 	if err := lab.SetAll(&o, f.sets); err != nil {
 		return o, fmt.Errorf("--lab-set: %w", err)
 	}
+	if !slices.Contains(lab.LBChoices(), f.lb) {
+		return o, fmt.Errorf("--lab-lb %q: want one of %s", f.lb, strings.Join(lab.LBChoices(), ", "))
+	}
+	o.LB = f.lb
 	return o, nil
+}
+
+// enterNetns runs this repro again inside a network namespace of its own
+// when the lab's load balancer may be the kernel one (o.LB auto or kernel)
+// and this process is not yet in one. ran says the child ran in its place,
+// code its exit code. Where no namespace can be made, auto says why in one
+// line and goes on with the Go proxy; kernel fails.
+func enterNetns(o *lab.Options, errOut io.Writer) (code int, ran bool, err error) {
+	if netns.Inside() || o.LB == lab.LBProxy {
+		return 0, false, nil
+	}
+	code, err = netns.Run()
+	if err == nil {
+		return code, true, nil
+	}
+	if o.LB == lab.LBKernel {
+		return 0, false, fmt.Errorf("--lab-lb kernel: %v; or use --lab-lb proxy", err)
+	}
+	fmt.Fprintf(errOut, "repro: kernel load balancer unavailable (%v): the lab uses the Go proxy\n", err)
+	o.LB = lab.LBProxy
+	return 0, false, nil
 }
 
 func (f *labFlags) bind(cmd *cobra.Command) {
@@ -131,6 +160,7 @@ func (f *labFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&f.opts.KubeAPIServer, "kube-apiserver", "", "kube-apiserver binary to run instead of the built "+binaries.KubeAPIServer.Version+" (a patched fork, a candidate fix)")
 	fl.StringVar(&f.opts.Etcd, "etcd", "", "etcd binary to run instead of the built "+binaries.Etcd.Version)
 	fl.StringVar(&f.opts.Listen, "listen", d.Listen, "load balancer address; a fixed port must be free")
+	fl.StringVar(&f.lb, "lab-lb", lab.LBAuto, "the lab's load balancer: kernel (pass-through like an NLB: nftables DNAT in a network namespace repro makes), proxy (a Go TCP proxy), or auto (kernel where a namespace can be made, else proxy)")
 	fl.IntVar(&f.opts.Nodes, "nodes", d.Nodes, "number of control-plane nodes")
 	fl.DurationVar(&f.opts.ShutdownDelay, "shutdown-delay", d.ShutdownDelay, "kube-apiserver --shutdown-delay-duration (AWS's 129s, scaled by --lab-timing)")
 	fl.DurationVar(&f.opts.GracePeriod, "grace-period", d.GracePeriod, "SIGKILL this long after SIGTERM (AWS's 194s, scaled by --lab-timing)")
@@ -188,6 +218,16 @@ func newLabUpCmd(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The kernel LB lives in a network namespace the host cannot
+			// reach directly: lab up keeps the proxy unless asked.
+			if opts.LB == lab.LBAuto && !netns.Inside() {
+				opts.LB = lab.LBProxy
+			}
+			if code, ran, err := enterNetns(&opts, cmd.ErrOrStderr()); err != nil {
+				return err
+			} else if ran {
+				return childExit(code)
+			}
 			opts.Logger = log.Named("lab")
 			opts.BuildProgress = os.Stderr
 			started := time.Now()
@@ -210,7 +250,10 @@ func newLabUpCmd(o *rootOptions) *cobra.Command {
 			if opts.Profile != "" || len(f.sets) > 0 {
 				fmt.Fprintf(out, "  profile:             %s %s\n", opts.Profile, strings.Join(f.sets, " "))
 			}
-			fmt.Fprintf(out, "  API (load balancer): %s\n", l.URL())
+			fmt.Fprintf(out, "  API (load balancer): %s (%s)\n", l.URL(), l.LBKind())
+			if netns.Inside() {
+				fmt.Fprintf(out, "  network namespace:   the kernel load balancer is reachable only from inside it: nsenter -t %d -n -- oc --kubeconfig %s get --raw /readyz\n", os.Getpid(), kubeconfigOut)
+			}
 			fmt.Fprintf(out, "  kubeconfig:          %s\n", kubeconfigOut)
 			for _, n := range l.Nodes() {
 				fmt.Fprintf(out, "  %s: %s (pid %d, revision %d)\n", n.Name(), n.URL(), n.PID(), n.Revision())

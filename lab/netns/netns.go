@@ -56,7 +56,8 @@ func Check() error {
 // Run starts this program again with the same arguments inside a new
 // network namespace and waits for it, forwarding SIGINT and SIGTERM. It
 // returns the child's exit code; an error means no child ran (the namespace
-// could not be made), so the caller may go on without one.
+// could not be made), so the caller may go on without one. Run takes over
+// SIGINT and SIGTERM from any other handler of this process.
 func Run() (int, error) {
 	if Inside() {
 		return 0, errors.New("already inside repro's network namespace")
@@ -87,6 +88,9 @@ func Run() (int, error) {
 		attr.Ctty = int(os.Stdin.Fd())
 	}
 	cmd.SysProcAttr = attr
+	// The child handles interrupts (a first one stops it cleanly); this
+	// process only relays them, so any handler of its own goes.
+	signal.Reset(os.Interrupt, syscall.SIGTERM)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
