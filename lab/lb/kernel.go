@@ -29,6 +29,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -87,6 +88,7 @@ type kernel struct {
 	timers    []*time.Timer
 	lastRules string
 	routed    map[string]bool // the pool the rules last written route to
+	noDestroy atomic.Bool     // the kernel cannot destroy sockets
 }
 
 func newKernel(l *LB) (*kernel, error) {
@@ -359,11 +361,15 @@ func (k *kernel) routes(name string) bool {
 	return k.routed[name]
 }
 
-// terminate resets every established flow to the target: it marks their
-// conntrack entries, and the filter chain rejects any packet of a marked
-// flow with a TCP reset, the client's next packet (or the target's) getting
-// the reset back. Called after sync took the target out of the pool.
-func (k *kernel) terminate(name string) int {
+// terminate resets every established flow to the target, as an NLB's
+// connection termination does: it aborts the target's end of each flow
+// (destroySocket), whose reset reaches the client at once. Where the kernel
+// cannot destroy sockets it marks the flows' conntrack entries instead, and
+// the filter chain rejects their next packet with a reset; a marked entry
+// is not closed by that reset (it does not pass conntrack), so a client
+// port reused on it within its timeout is refused: the fallback is cruder.
+// Called after sync took the target out of the pool.
+func (k *kernel) terminate(name string) (destroyed, marked int) {
 	l := k.l
 	l.mu.Lock()
 	t := l.targets[name]
@@ -376,14 +382,13 @@ func (k *kernel) terminate(name string) int {
 	l.mu.Unlock()
 	ap, err := netip.ParseAddrPort(t.Addr)
 	if err != nil || idx < 0 {
-		return 0
+		return 0, 0
 	}
 	flows, err := k.ctq.Dump(nil)
 	if err != nil {
 		l.log.Warn("kernel load balancer: listing conntrack flows failed", zap.Error(err))
-		return 0
+		return 0, 0
 	}
-	n := 0
 	for _, f := range flows {
 		if !k.ours(f) || f.TupleReply.Proto.SourcePort != ap.Port() || f.TupleReply.IP.SourceAddress != ap.Addr() {
 			continue
@@ -391,13 +396,25 @@ func (k *kernel) terminate(name string) int {
 		if f.ProtoInfo.TCP != nil && f.ProtoInfo.TCP.State >= ctTCPTimeWait {
 			continue
 		}
+		client := netip.AddrPortFrom(f.TupleOrig.IP.SourceAddress, f.TupleOrig.Proto.SourcePort)
+		if !k.noDestroy.Load() {
+			err := destroySocket(ap, client)
+			if err == nil || errors.Is(err, unix.ENOENT) {
+				destroyed++
+				continue
+			}
+			if destroyUnsupported(err) {
+				k.noDestroy.Store(true)
+				l.log.Info("kernel load balancer: this kernel cannot destroy sockets; terminating by conntrack mark and reject", zap.Error(err))
+			}
+		}
 		if err := k.ctq.Update(conntrack.Flow{TupleOrig: f.TupleOrig, TupleReply: f.TupleReply, Mark: termMark(idx)}); err != nil {
 			l.log.Warn("kernel load balancer: marking a flow for termination failed", zap.Error(err))
 			continue
 		}
-		n++
+		marked++
 	}
-	return n
+	return destroyed, marked
 }
 
 func (k *kernel) ours(f conntrack.Flow) bool {
@@ -481,8 +498,8 @@ func (k *kernel) healthChanged(st TargetState, action Action) {
 		return
 	}
 	if action == ActionReset {
-		n := k.terminate(st.Name)
-		k.l.log.Info("kernel load balancer: terminating connections to an unhealthy target", zap.String("target", st.Name), zap.Int("flows", n))
+		d, m := k.terminate(st.Name)
+		k.l.log.Info("kernel load balancer: terminating connections to an unhealthy target", zap.String("target", st.Name), zap.Int("reset", d), zap.Int("marked", m))
 	}
 	if f, ok := k.l.policy.(*faulty); ok {
 		if f.f.LateDeregistration > 0 {
