@@ -333,6 +333,10 @@ func runLabel(run *results.Run, dir string) string {
 				if tm, ok := l["timing"].(string); ok && tm != "" && tm != "fast" {
 					parts = append(parts, tm+" timing")
 				}
+				// The kernel LB is the default where it can run.
+				if lb, ok := l["lb"].(string); ok && lb != "" && lb != "kernel" {
+					parts = append(parts, lb+" LB")
+				}
 				p = strings.Join(parts, ", ")
 			}
 			if p != "" {

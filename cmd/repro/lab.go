@@ -195,6 +195,16 @@ func newLabProfilesCmd(o *rootOptions) *cobra.Command {
 				}
 				fmt.Fprintf(out, "  settings: %s\n\n", settings)
 			}
+			fmt.Fprintln(out, "the NLB's attributes (default on AWS; the lab's knob; source):")
+			for _, a := range lab.NLBAttributes() {
+				knob := a.Knob
+				if knob == "" {
+					knob = "-"
+				}
+				fmt.Fprintf(out, "  %s = %s\n      knob %s; %s\n", a.Attribute, a.Default, knob, a.Source)
+			}
+			fmt.Fprintln(out, "  load balancer: --lab-lb kernel passes the client's connection through (nftables DNAT, as an NLB), proxy accepts it and dials the target; auto picks kernel where repro can make a network namespace")
+			fmt.Fprintln(out)
 			d := lab.Settings(lab.DefaultOptions())
 			fmt.Fprintln(out, "knobs (--lab-set key=value; default on the fast scale in brackets):")
 			for _, k := range lab.Knobs() {

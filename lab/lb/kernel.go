@@ -493,10 +493,15 @@ func (k *kernel) watchStop(name string, bh interface {
 
 // healthChanged is the kernel LB's part of a health transition.
 func (k *kernel) healthChanged(st TargetState, action Action) {
-	k.sync()
 	if st.Healthy {
+		// As the proxy's policy: a target back in health is not dropped.
+		k.mu.Lock()
+		delete(k.blackhole, st.Name)
+		k.mu.Unlock()
+		k.sync()
 		return
 	}
+	k.sync()
 	if action == ActionReset {
 		d, m := k.terminate(st.Name)
 		k.l.log.Info("kernel load balancer: terminating connections to an unhealthy target", zap.String("target", st.Name), zap.Int("reset", d), zap.Int("marked", m))
