@@ -262,7 +262,7 @@ func newLabUpCmd(o *rootOptions) *cobra.Command {
 			}
 			fmt.Fprintf(out, "  API (load balancer): %s (%s)\n", l.URL(), l.LBKind())
 			if netns.Inside() {
-				fmt.Fprintf(out, "  network namespace:   the kernel load balancer is reachable only from inside it: nsenter -t %d -n -- oc --kubeconfig %s get --raw /readyz\n", os.Getpid(), kubeconfigOut)
+				fmt.Fprintf(out, "  network namespace:   the kernel load balancer is reachable only from inside it: %s -- oc --kubeconfig %s get --raw /readyz\n", netns.EnterCommand(), kubeconfigOut)
 			}
 			fmt.Fprintf(out, "  kubeconfig:          %s\n", kubeconfigOut)
 			for _, n := range l.Nodes() {

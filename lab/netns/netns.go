@@ -205,3 +205,15 @@ func ReexecTests() {
 	}
 	os.Exit(code)
 }
+
+// EnterCommand is how another process joins this one's network namespace:
+// nsenter with the user namespace too when Run made one (not root).
+func EnterCommand() string {
+	cmd := fmt.Sprintf("nsenter -t %d -n", os.Getpid())
+	if b, err := os.ReadFile("/proc/self/uid_map"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 2 && f[1] != "0" {
+			cmd = fmt.Sprintf("nsenter -t %d -U -n --preserve-credentials", os.Getpid())
+		}
+	}
+	return cmd
+}
