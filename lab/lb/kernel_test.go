@@ -170,4 +170,35 @@ func TestKernelBlackholeTimesOutConnects(t *testing.T) {
 	if timeouts == 0 || answered == 0 {
 		t.Errorf("%d connect timeouts, %d answered: want both (b blackholed, a serving)", timeouts, answered)
 	}
+	// b comes back on its port (a restarted apiserver keeps its node's):
+	// once healthy it is not dropped any more, though the window has not
+	// ended, as through the proxy.
+	ln, err := net.Listen("tcp", backs[1].ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	waitFor(t, "b healthy again", func() bool { return !unhealthy(l, "b") })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := l.WaitInService(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		d := net.Dialer{Timeout: 300 * time.Millisecond}
+		c, err := d.Dial("tcp", l.Addr())
+		if err != nil {
+			t.Fatalf("dial after b's return: %v", err)
+		}
+		c.Close()
+	}
 }
