@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -97,6 +98,10 @@ func Run() (int, error) {
 	// The parent leaves the foreground; writing to or setting the terminal
 	// from the background must not stop it.
 	signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
+	// Pdeathsig follows the thread that forked the child, not the process:
+	// keep that thread until the child is gone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("cannot make a network namespace: %w", err)
 	}
