@@ -43,7 +43,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// KernelTable is the nftables table the kernel LB owns.
+// KernelTable prefixes the nftables table each kernel LB owns, named
+// after its port ("repro-lb-6443"). Two kernel LBs may share a namespace,
+// but each sets conntrack's event mask off for flows not its own, so they
+// lose each other's records: run one per namespace (repro run makes one).
 const KernelTable = "repro-lb"
 
 // Kinds of load balancer, as run.json and the summary name them.
@@ -101,7 +104,7 @@ func newKernel(l *LB) (*kernel, error) {
 		k.closeHold()
 		return nil, fmt.Errorf("kernel load balancer: nftables: %w", err)
 	}
-	k.tbl = &nftables.Table{Name: KernelTable, Family: nftables.TableFamilyIPv4}
+	k.tbl = &nftables.Table{Name: fmt.Sprintf("%s-%d", KernelTable, k.vip.Port()), Family: nftables.TableFamilyIPv4}
 	// A table left by a killed run in the same namespace goes first.
 	k.nft.DelTable(k.tbl)
 	_ = k.nft.Flush()
@@ -110,7 +113,7 @@ func newKernel(l *LB) (*kernel, error) {
 	k.filt = k.nft.AddChain(&nftables.Chain{Name: "filter-output", Table: k.tbl, Type: nftables.ChainTypeFilter, Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityFilter})
 	if err := k.nft.Flush(); err != nil {
 		k.closeHold()
-		return nil, fmt.Errorf("kernel load balancer: creating nftables table %s (needs CAP_NET_ADMIN in repro's network namespace): %w", KernelTable, err)
+		return nil, fmt.Errorf("kernel load balancer: creating nftables table %s (needs CAP_NET_ADMIN in repro's network namespace): %w", k.tbl.Name, err)
 	}
 	// Byte counts for the records; per namespace, so only the lab's.
 	_ = os.WriteFile("/proc/sys/net/netfilter/nf_conntrack_acct", []byte("1"), 0o644)
