@@ -325,7 +325,7 @@ func TestProfileBlackhole(t *testing.T) {
 	onlyClasses(t, pr, append(refusals, results.ClassTLSHandshakeTimeout, results.ClassConnectTimeout, results.ClassHeaderTimeout, results.ClassHTTP5xx, results.ClassHTTP429)...)
 	servedByRolledNode(t, pr)
 	if pr.lab.kernel() {
-		// A refusal can still come through in the ~20 ms before the kernel
+		// A refusal can still come through in the ~5 ms before the kernel
 		// LB's stop watcher starts the drop window, and the successor's
 		// 503/429 as through the proxy.
 		newConnClasses(t, pr, results.ClassConnectTimeout, results.ClassConnectRefused, results.ClassHTTP5xx, results.ClassHTTP429)
