@@ -25,9 +25,15 @@ func newLabCmd(o *rootOptions) *cobra.Command {
 		Use:   "lab",
 		Short: "Run the lab: real kube-apiservers on etcd behind an NLB-like load balancer",
 		Long: `The lab is repro's local control plane: three real kube-apiserver processes
-(master-0..2) on a real etcd, behind a Go load balancer that behaves like a cloud
+(master-0..2) on a real etcd, behind a load balancer that behaves like a cloud
 NLB (pass-through TLS, /readyz health checks), with an installer controller that
 rolls out kube-apiserver revisions the way OpenShift's operator does.
+
+The load balancer (--lab-lb) is the kernel's (nftables DNAT in a network
+namespace repro makes: the client's SYN reaches the apiserver, as through an
+NLB) or a Go TCP proxy. repro run picks the kernel one where it can; lab up
+keeps the proxy unless given --lab-lb kernel, since the namespace is not
+reachable from the host without nsenter.
 
 Force a rollout against it as on OpenShift:
   oc --kubeconfig FILE patch kubeapiserver cluster --type=merge \

@@ -17,6 +17,13 @@
 //
 // Fault behaviours (late deregistration, resets on unhealthy, blackholing)
 // plug in through Policy; the default policy is the plain NLB.
+//
+// Two data paths share all of the above. The Go proxy (the default of New)
+// accepts the client's connection and dials the target, so a target's
+// refusal reaches the client as a reset after its connect succeeded. With
+// Options.Kernel the kernel forwards the client's own SYN (nftables DNAT,
+// kernel.go), as an NLB passes it through: a stopped target refuses the
+// connect itself, a blackholed one leaves it unanswered.
 package lb
 
 import (
