@@ -194,3 +194,34 @@ func SortedSettings(o Options) []string {
 	}
 	return out
 }
+
+// NLBAttribute is one attribute of the AWS network load balancer (target
+// group) in front of OpenShift's API, the lab knob that models it, and where
+// its default comes from.
+type NLBAttribute struct {
+	// Attribute is AWS's name for it.
+	Attribute string
+	// Knob is the lab's key ("" when the lab does not model it).
+	Knob string
+	// Default is the value on AWS as OpenShift's installer leaves it.
+	Default string
+	// Source is where that default is documented.
+	Source string
+}
+
+// NLBAttributes lists the NLB attributes the lab's load balancer follows.
+func NLBAttributes() []NLBAttribute {
+	const installer = "openshift/installer pkg/asset/manifests/aws/cluster.go (the AWSCluster's API load balancer health check)"
+	const tg = "AWS Elastic Load Balancing docs, \"Target group attributes for your Network Load Balancers\""
+	return []NLBAttribute{
+		{"health_check.protocol/path/port", "lb-health-check", "HTTPS GET /readyz on 6443", installer},
+		{"health_check.interval_seconds", "lb-health-interval", "10s", installer},
+		{"health_check.timeout_seconds", "lb-health-timeout", "10s", installer},
+		{"health_check.healthy_threshold_count", "lb-healthy-threshold", "2", installer},
+		{"health_check.unhealthy_threshold_count", "lb-unhealthy-threshold", "2", installer},
+		{"target_health_state.unhealthy.connection_termination.enabled", "lb-reset-on-unhealthy", "true", tg},
+		{"deregistration_delay.timeout_seconds", "", "300s (not modelled: the lab deregisters a target only after its apiserver exited, with no connection left to drain)", tg},
+		{"load_balancing.cross_zone.enabled", "", "false (not modelled: the lab has one zone and one health checker)", tg},
+		{"flow hash routing (protocol, addresses, ports)", "", "always on (the kernel LB: jhash of source address and port; the proxy: a hash of the client address)", "AWS Elastic Load Balancing docs, \"How Elastic Load Balancing works\""},
+	}
+}

@@ -63,7 +63,8 @@ type Lab struct {
 
 	etcd    *proc.Process
 	etcdURL string
-	lb      *lb.LB
+	lb      Balancer
+	lbKind  string
 	recFile *os.File
 	nodes   []*Node
 
@@ -94,6 +95,24 @@ type Lab struct {
 	epMu     sync.Mutex
 	epClient kubernetes.Interface
 }
+
+// Balancer is what the lab needs of its load balancer; lab/lb's Go proxy
+// and its kernel pass-through mode both provide it.
+type Balancer interface {
+	// Addr is the address clients connect to.
+	Addr() string
+	// Kind is lb.KindKernel or lb.KindProxy.
+	Kind() string
+	SetRegistered(name string, registered bool)
+	WaitInService(ctx context.Context, names ...string) error
+	Targets() []lb.TargetState
+	Transitions() []lb.HealthTransition
+	Connections() []lb.ConnRecord
+	ConnectionsFrom(client string) []lb.ConnRecord
+	Close() error
+}
+
+var _ Balancer = (*lb.LB)(nil)
 
 // Start builds or locates the binaries, generates the PKI, starts etcd, the
 // apiservers, the load balancer and the installer controller, and returns
@@ -138,6 +157,14 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 			return nil, fmt.Errorf("the lab's aggregated API server %s is not built yet and building it needs a Go toolchain: %w (install Go 1.24 or newer, or run repro lab build once where Go is)", aggregated.Spec.Version, binaries.ErrNoGoToolchain)
 		}
 		return nil, err
+	}
+	kind, why, err := ResolveLB(opts.LB)
+	if err != nil {
+		return nil, err
+	}
+	l.lbKind = kind
+	if why != "" {
+		l.log.Info(why)
 	}
 	if opts.Listen != "" {
 		if err := checkListen(opts.Listen); err != nil {
@@ -200,16 +227,18 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	if policy == nil && opts.Faults.LB.Enabled() {
 		policy = lb.Faulty(opts.Faults.LB)
 	}
-	lbOpts := lb.Options{Listen: opts.Listen, Targets: targets, Health: hc, Policy: policy, Logger: l.log.Named("lb")}
+	lbOpts := lb.Options{Listen: opts.Listen, Targets: targets, Health: hc, Policy: policy, Logger: l.log.Named("lb"), Kernel: kind == LBKernel}
 	if opts.ConnRecords != "" {
 		if l.recFile, err = os.Create(opts.ConnRecords); err != nil {
 			return nil, err
 		}
 		lbOpts.Records = l.recFile
 	}
-	if l.lb, err = lb.New(lbOpts); err != nil {
+	lbx, err := lb.New(lbOpts)
+	if err != nil {
 		return nil, err
 	}
+	l.lb = lbx
 	l.cfg = l.restConfig("https://" + l.lb.Addr())
 	if l.client, err = kubernetes.NewForConfig(l.cfg); err != nil {
 		return nil, err
@@ -378,7 +407,10 @@ func (l *Lab) RESTConfig() *rest.Config { return rest.CopyConfig(l.cfg) }
 func (l *Lab) Dir() string { return l.dir }
 
 // LB is the load balancer, for its targets, transitions and connection records.
-func (l *Lab) LB() *lb.LB { return l.lb }
+func (l *Lab) LB() Balancer { return l.lb }
+
+// LBKind is the load balancer that runs: LBKernel or LBProxy.
+func (l *Lab) LBKind() string { return l.lbKind }
 
 // Connections returns the load balancer's connection records so far.
 func (l *Lab) Connections() []lb.ConnRecord { return l.lb.Connections() }

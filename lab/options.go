@@ -1,14 +1,17 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/repro-tools/repro/lab/binaries"
 	"github.com/repro-tools/repro/lab/lb"
+	"github.com/repro-tools/repro/lab/netns"
 )
 
 // Options configures a lab. The zero value of any field takes the default
@@ -76,6 +79,11 @@ type Options struct {
 	// ExtraAPIServerArgs are appended to every kube-apiserver's flags.
 	ExtraAPIServerArgs []string
 
+	// LB chooses the load balancer: LBKernel (pass-through, nftables, in
+	// repro's network namespace), LBProxy (the Go proxy) or LBAuto (the
+	// default: kernel inside the namespace lab/netns made, else proxy).
+	LB string
+
 	// Logger receives the lab's log; nil is silent.
 	Logger *zap.Logger
 
@@ -134,7 +142,48 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
+	if o.LB == "" {
+		o.LB = LBAuto
+	}
 	return o
+}
+
+// The load balancers the lab can run (Options.LB, --lab-lb).
+const (
+	LBAuto   = "auto"
+	LBKernel = lb.KindKernel
+	LBProxy  = lb.KindProxy
+)
+
+// LBChoices lists Options.LB's values, the default first.
+func LBChoices() []string { return []string{LBAuto, LBKernel, LBProxy} }
+
+// ResolveLB says which load balancer Options.LB means here: the kernel one
+// needs repro's network namespace (netns.Inside); auto falls back to the
+// proxy outside one, why saying so in one line.
+func ResolveLB(choice string) (kind, why string, err error) {
+	switch choice {
+	case "", LBAuto:
+		if netns.Inside() {
+			return LBKernel, "", nil
+		}
+		why := "not inside repro's network namespace"
+		if err := netns.Check(); err != nil {
+			why = err.Error()
+		}
+		return LBProxy, "kernel load balancer unavailable (" + why + "): using the Go proxy", nil
+	case LBKernel:
+		if !netns.Inside() {
+			if err := netns.Check(); err != nil {
+				return "", "", fmt.Errorf("--lab-lb kernel: %v; or use --lab-lb proxy", err)
+			}
+			return "", "", errors.New("--lab-lb kernel needs repro's network namespace (repro run and repro lab up re-run themselves in one); or use --lab-lb proxy")
+		}
+		return LBKernel, "", nil
+	case LBProxy:
+		return LBProxy, "", nil
+	}
+	return "", "", fmt.Errorf("--lab-lb %q: want one of %s", choice, strings.Join(LBChoices(), ", "))
 }
 
 func (o Options) validate() error {
@@ -153,6 +202,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("load balancer health check must be %s or %s, got %q", lb.HealthHTTPS, lb.HealthTCP, o.Health.Protocol)
 	case o.KubeAPIServer != "" && o.KubeVersion != "":
 		return fmt.Errorf("--kube-apiserver %s and --lab-kube-version %s both pick the apiserver: give one", o.KubeAPIServer, o.KubeVersion)
+	case o.LB != LBAuto && o.LB != LBKernel && o.LB != LBProxy:
+		return fmt.Errorf("lab load balancer %q: want one of %s", o.LB, strings.Join(LBChoices(), ", "))
 	case o.Faults.LB.LateDeregistration < 0 || o.Faults.LB.Blackhole < 0 || o.Faults.EtcdStall < 0 || o.Faults.EtcdStallAfter < 0 || o.Faults.EtcdCheckTimeout < 0 || o.Faults.AggregatedEtcdStall < 0:
 		return fmt.Errorf("fault durations must not be negative: %+v", o.Faults)
 	}

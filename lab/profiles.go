@@ -29,20 +29,22 @@ var profiles = []Profile{
 	{
 		Name: "healthy",
 		Models: "The lab as OpenShift ships on AWS: 129 s shutdown delay against 20 s of LB detection (10 s x 2), the NLB resetting established connections to a target that turns unhealthy (its default), restarted apiservers held out until warm. " +
-			"A rollout should measure no disruption: kube-apiserver answers Connection: close while it drains, so the pollers have left the stopping apiserver before the reset (which still cuts watches).",
+			"A rollout should measure no disruption: kube-apiserver answers Connection: close while it drains, so the pollers have left the stopping apiserver before the reset (which still cuts watches). " +
+			"The same on either load balancer: 0 s; the kernel LB's reset is the target socket's own (aborted), the proxy's its two ends closed with linger 0.",
 		Source: "openshift/cluster-kube-apiserver-operator observe_termination_duration.go (129 s); openshift/installer pkg/asset/manifests/aws/cluster.go (health check); AWS ELB docs, NLB target group attributes (connection_termination default true)",
 	},
 	{
 		Name: "late-deregistration",
 		Models: "The LB keeps routing new connections to a target for 140 s after it turned unhealthy. The rolled apiserver turns unhealthy 10-20 s after SIGTERM and stops listening at 129 s, so connections routed to it from then until the end of the 140 s are refused (resets, " +
 			"then 503s if its successor is already listening): at most 140 + 20 - 129 = 31 s per node, a share of the requests, on new and reused connections (reused ones redial when the stopping apiserver closes them). " +
+			"Through the kernel LB (pass-through) a connect sent there is refused by the stopped node's own kernel: connect-refused; through the proxy the LB completes the connect and then resets it: reset or EOF in the TLS handshake. " +
 			"140 s is a guess: the bug reports 50 s and more, and 50 s is absorbed by the 129 s delay (nothing to see), so this is the 'more' case: a delay past the shutdown delay minus detection.",
 		Source:   "OCPBUGS-86789 (NLB routed to an unhealthy target for 50 s and more)",
 		Settings: []string{"lb-late-deregistration=140s"},
 	},
 	{
 		Name: "blackhole",
-		Models: "Packets between the LB and a stopped apiserver are dropped for 150 s instead of refused; with late routing (140 s, as late-deregistration) the LB still sends new connections there. A new connection's TLS handshake goes unanswered (TLS handshake timeout, not a header timeout: the apiserver never saw it). " +
+		Models: "Packets between the LB and a stopped apiserver are dropped for 150 s instead of refused; with late routing (140 s, as late-deregistration) the LB still sends new connections there. Through the kernel LB (pass-through) the client's SYN is dropped: its connect times out (connect-timeout, the dial's 4/5 of the probe timeout); through the proxy the LB completes the connect and the TLS handshake goes unanswered (TLS handshake timeout). Neither is a header timeout: the apiserver never saw the request. " +
 			"Established connections to it were reset when it turned unhealthy (the NLB's default), and kube-apiserver answers Connection: close while it drains, so no keep-alive connection is left to hang on headers. " +
 			"150 s is a guess: long enough to cover the whole late-routing window.",
 		Source:   "late-deregistration's routing (OCPBUGS-86789); packets lost between LB and target as the cause of handshake and header timeouts",
@@ -50,7 +52,7 @@ var profiles = []Profile{
 	},
 	{
 		Name: "short-shutdown-delay",
-		Models: "kube-apiserver's shutdown delay is 0 s, as OpenShift sets it on a single node, behind the LB's 20 s detection: the apiserver stops listening at SIGTERM while the LB routes to it for 10-30 s more. New connections sent there are refused (resets); " +
+		Models: "kube-apiserver's shutdown delay is 0 s, as OpenShift sets it on a single node, behind the LB's 20 s detection: the apiserver stops listening at SIGTERM while the LB routes to it for 10-30 s more. New connections sent there are refused: through the kernel LB (pass-through) by the stopped node's kernel, so the client's connect fails (connect-refused), through the proxy after the LB completed it (reset or EOF in the TLS handshake); " +
 			"expected: failures on connections routed to the rolled node between its listener closing and the LB marking it unhealthy.",
 		Source:   "openshift/cluster-kube-apiserver-operator observe_termination_duration.go (SingleReplica: 0 s)",
 		Settings: []string{"shutdown-delay=0s"},
@@ -58,7 +60,7 @@ var profiles = []Profile{
 	{
 		Name: "early-healthy",
 		Models: "The LB checks TCP connect instead of /readyz, with a healthy threshold of 1, and a restarting apiserver stays registered: it takes traffic as soon as its port accepts, before it can answer (503 not ready; 429 while the lab's CRD storage initialises), " +
-			"and keeps taking it after its listener closed until two connects fail (resets).",
+			"and keeps taking it after its listener closed until two connects fail (connect-refused through the kernel LB, resets through the proxy).",
 		Source:   "NLB target groups' default TCP health check (AWS Elastic Load Balancing docs, target group health checks); a fresh kube-apiserver answers 503 until /readyz is 200",
 		Settings: []string{"lb-health-check=tcp", "lb-healthy-threshold=1", "keep-registered=true"},
 	},
@@ -66,7 +68,7 @@ var profiles = []Profile{
 		Name: "etcd-stall",
 		Models: "master-1's link to etcd stalls for 60 s right after its restart put it back in service; the LB keeps it in service because /readyz's etcd checks answer from their last result until a check times out (--etcd-*check-timeout 30 s, then 20 s of detection). TLS completes, nothing answers: " +
 			"requests routed to master-1 in the first 60 - 27.2 = 32.8 s (the stall less the sampler's header timeout) fail with header timeouts: a third of the new connections (the flow hash's share), and reused ones only if they were opened to master-1 after its restart (they left it when it stopped, so few are); " +
-			"those still waiting when the LB takes master-1 out (30 s check timeout, then 10-30 s of detection) are reset by its connection termination instead; later ones succeed late. " +
+			"those still waiting when the LB takes master-1 out (30 s check timeout, then 10-30 s of detection) are reset by its connection termination instead; later ones succeed late. The load balancer's kind does not change this: the stall is behind the apiserver. " +
 			"60 s and 30 s are guesses: any stall must outlast the 27.2 s header timeout to show at all, and the check timeout keeps /readyz from seeing the stall for most of it, the hypothesis under test (a storage stall /readyz misses).",
 		Source:   "k8s.io/apiserver pkg/storage/storagebackend/factory/etcd3.go (newETCD3Check caches and rate-limits the etcd check)",
 		Settings: []string{"etcd-stall=60s", "etcd-stall-on=master-1", "etcd-check-timeout=30s"},

@@ -336,6 +336,10 @@ func runLabel(run *results.Run, dir string) string {
 				if v, ok := l["kubeVersion"].(string); ok && v != "" && l["kubeDefault"] != true {
 					parts = append(parts, "kube-apiserver "+v)
 				}
+				// The kernel LB is the default where it can run.
+				if lb, ok := l["lb"].(string); ok && lb != "" && lb != "kernel" {
+					parts = append(parts, lb+" LB")
+				}
 				p = strings.Join(parts, ", ")
 			}
 			if p != "" {

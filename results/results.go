@@ -334,7 +334,8 @@ func rootCause(err error) string {
 }
 
 // LabLine describes the lab a run measured, from Extra["lab"] as repro run
-// records it: its profile, time scale, the durations that decide whether a
+// records it: its profile, time scale, load balancer (kernel pass-through
+// or Go proxy), the durations that decide whether a
 // rollout loses requests, and the probe timeout. It is "" for a run on a
 // cluster, so every reader of a results folder states the scale the same way.
 func (r *Run) LabLine() string {
@@ -366,7 +367,12 @@ func (r *Run) LabLine() string {
 	if v := str("kubeVersion"); v != "?" {
 		kube = "kube-apiserver " + v + ", "
 	}
-	return fmt.Sprintf(kube+"profile %s, timing %s: shutdown delay %s, grace %s, LB health check every %s (timeout %s, %s/%s), probe timeout %s",
-		profile, timing, str("shutdownDelay"), str("gracePeriod"), str("lbHealthInterval"), str("lbHealthTimeout"),
+	// Runs from before the kernel LB recorded none: theirs was the proxy.
+	lb := "proxy"
+	if v, ok := l["lb"].(string); ok && v != "" {
+		lb = v
+	}
+	return fmt.Sprintf(kube+"profile %s, timing %s, %s load balancer: shutdown delay %s, grace %s, LB health check every %s (timeout %s, %s/%s), probe timeout %s",
+		profile, timing, lb, str("shutdownDelay"), str("gracePeriod"), str("lbHealthInterval"), str("lbHealthTimeout"),
 		str("lbHealthyThreshold"), str("lbUnhealthyThreshold"), probe)
 }

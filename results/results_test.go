@@ -148,3 +148,20 @@ func TestDefaultDir(t *testing.T) {
 		t.Errorf("got %s", got)
 	}
 }
+
+// TestLabLineNamesTheLoadBalancer: the summary's lab line says which load
+// balancer ran; a run recorded before there was a choice ran the proxy.
+func TestLabLineNamesTheLoadBalancer(t *testing.T) {
+	for _, c := range []struct {
+		lab  map[string]any
+		want string
+	}{
+		{map[string]any{"lb": "kernel", "timing": "fast", "timingFactor": 10}, "kernel load balancer"},
+		{map[string]any{"timing": "fast", "timingFactor": 10}, "proxy load balancer"},
+	} {
+		r := &results.Run{Extra: map[string]any{"lab": c.lab}}
+		if got := r.LabLine(); !strings.Contains(got, c.want) {
+			t.Errorf("LabLine() = %q, want it to name the %s", got, c.want)
+		}
+	}
+}

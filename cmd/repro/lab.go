@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/lab/aggregated"
 	"github.com/repro-tools/repro/lab/binaries"
+	"github.com/repro-tools/repro/lab/netns"
 )
 
 func init() { subcommands = append(subcommands, newLabCmd) }
@@ -23,12 +26,18 @@ func newLabCmd(o *rootOptions) *cobra.Command {
 		Use:   "lab",
 		Short: "Run the lab: real kube-apiservers on etcd behind an NLB-like load balancer",
 		Long: `The lab is repro's local control plane: three real kube-apiserver processes
-(master-0..2) on a real etcd, behind a Go load balancer that behaves like a cloud
+(master-0..2) on a real etcd, behind a load balancer that behaves like a cloud
 NLB (pass-through TLS, /readyz health checks), with an installer controller that
 rolls out kube-apiserver revisions the way OpenShift's operator does.
 image.openshift.io and oauth.openshift.io are aggregated APIs as on OpenShift:
 each node also runs an openshift-apiserver and an oauth-apiserver stand-in
 (k8s.io/apiserver processes with their own etcd links) behind APIServices.
+
+The load balancer (--lab-lb) is the kernel's (nftables DNAT in a network
+namespace repro makes: the client's SYN reaches the apiserver, as through an
+NLB) or a Go TCP proxy. repro run picks the kernel one where it can; lab up
+keeps the proxy unless given --lab-lb kernel, since the namespace is not
+reachable from the host without nsenter.
 
 Force a rollout against it as on OpenShift:
   oc --kubeconfig FILE patch kubeapiserver cluster --type=merge \
@@ -111,6 +120,7 @@ release builds it, about 3-5 minutes on 2 cores). Any other build runs with
 // in the help); a flag given on the command line is taken as it is.
 type labFlags struct {
 	opts    lab.Options
+	lb      string
 	timing  string
 	profile string
 	sets    []string
@@ -166,7 +176,32 @@ func (f *labFlags) options() (lab.Options, error) {
 	if err := lab.SetAll(&o, f.sets); err != nil {
 		return o, fmt.Errorf("--lab-set: %w", err)
 	}
+	if !slices.Contains(lab.LBChoices(), f.lb) {
+		return o, fmt.Errorf("--lab-lb %q: want one of %s", f.lb, strings.Join(lab.LBChoices(), ", "))
+	}
+	o.LB = f.lb
 	return o, nil
+}
+
+// enterNetns runs this repro again inside a network namespace of its own
+// when the lab's load balancer may be the kernel one (o.LB auto or kernel)
+// and this process is not yet in one. ran says the child ran in its place,
+// code its exit code. Where no namespace can be made, auto says why in one
+// line and goes on with the Go proxy; kernel fails.
+func enterNetns(o *lab.Options, errOut io.Writer) (code int, ran bool, err error) {
+	if netns.Inside() || o.LB == lab.LBProxy {
+		return 0, false, nil
+	}
+	code, err = netns.Run()
+	if err == nil {
+		return code, true, nil
+	}
+	if o.LB == lab.LBKernel {
+		return 0, false, fmt.Errorf("--lab-lb kernel: %v; or use --lab-lb proxy", err)
+	}
+	fmt.Fprintf(errOut, "repro: kernel load balancer unavailable (%v): the lab uses the Go proxy\n", err)
+	o.LB = lab.LBProxy
+	return 0, false, nil
 }
 
 func (f *labFlags) bind(cmd *cobra.Command) {
@@ -182,6 +217,7 @@ func (f *labFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&f.opts.KubeVersion, "lab-kube-version", "", "kube-apiserver release to build and run: "+kubeVersionsHelp()+" (repro lab versions)")
 	fl.StringVar(&f.opts.Etcd, "etcd", "", "etcd binary to run instead of the built "+binaries.Etcd.Version)
 	fl.StringVar(&f.opts.Listen, "listen", d.Listen, "load balancer address; a fixed port must be free")
+	fl.StringVar(&f.lb, "lab-lb", lab.LBAuto, "the lab's load balancer: kernel (pass-through like an NLB: nftables DNAT in a network namespace repro makes), proxy (a Go TCP proxy), or auto (kernel where a namespace can be made, else proxy)")
 	fl.IntVar(&f.opts.Nodes, "nodes", d.Nodes, "number of control-plane nodes")
 	fl.DurationVar(&f.opts.ShutdownDelay, "shutdown-delay", d.ShutdownDelay, "kube-apiserver --shutdown-delay-duration (AWS's 129s, scaled by --lab-timing)")
 	fl.DurationVar(&f.opts.GracePeriod, "grace-period", d.GracePeriod, "SIGKILL this long after SIGTERM (AWS's 194s, scaled by --lab-timing)")
@@ -216,6 +252,16 @@ func newLabProfilesCmd(o *rootOptions) *cobra.Command {
 				}
 				fmt.Fprintf(out, "  settings: %s\n\n", settings)
 			}
+			fmt.Fprintln(out, "the NLB's attributes (default on AWS; the lab's knob; source):")
+			for _, a := range lab.NLBAttributes() {
+				knob := a.Knob
+				if knob == "" {
+					knob = "-"
+				}
+				fmt.Fprintf(out, "  %s = %s\n      knob %s; %s\n", a.Attribute, a.Default, knob, a.Source)
+			}
+			fmt.Fprintln(out, "  load balancer: --lab-lb kernel passes the client's connection through (nftables DNAT, as an NLB), proxy accepts it and dials the target; auto picks kernel where repro can make a network namespace")
+			fmt.Fprintln(out)
 			d := lab.Settings(lab.DefaultOptions())
 			fmt.Fprintln(out, "knobs (--lab-set key=value; default on the fast scale in brackets):")
 			for _, k := range lab.Knobs() {
@@ -238,6 +284,16 @@ func newLabUpCmd(o *rootOptions) *cobra.Command {
 			opts, err := f.options()
 			if err != nil {
 				return err
+			}
+			// The kernel LB lives in a network namespace the host cannot
+			// reach directly: lab up keeps the proxy unless asked.
+			if opts.LB == lab.LBAuto && !netns.Inside() {
+				opts.LB = lab.LBProxy
+			}
+			if code, ran, err := enterNetns(&opts, cmd.ErrOrStderr()); err != nil {
+				return err
+			} else if ran {
+				return childExit(code)
 			}
 			opts.Logger = log.Named("lab")
 			opts.BuildProgress = os.Stderr
@@ -262,7 +318,10 @@ func newLabUpCmd(o *rootOptions) *cobra.Command {
 				fmt.Fprintf(out, "  profile:             %s %s\n", opts.Profile, strings.Join(f.sets, " "))
 			}
 			fmt.Fprintf(out, "  kube-apiserver:      %s\n", l.KubeVersion())
-			fmt.Fprintf(out, "  API (load balancer): %s\n", l.URL())
+			fmt.Fprintf(out, "  API (load balancer): %s (%s)\n", l.URL(), l.LBKind())
+			if netns.Inside() {
+				fmt.Fprintf(out, "  network namespace:   the kernel load balancer is reachable only from inside it: %s -- oc --kubeconfig %s get --raw /readyz\n", netns.EnterCommand(), kubeconfigOut)
+			}
 			fmt.Fprintf(out, "  kubeconfig:          %s\n", kubeconfigOut)
 			for _, n := range l.Nodes() {
 				fmt.Fprintf(out, "  %s: %s (pid %d, revision %d)\n", n.Name(), n.URL(), n.PID(), n.Revision())

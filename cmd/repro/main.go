@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/repro-tools/repro/lab/netns"
 )
 
 // exitCoder is implemented by errors that carry their own process exit code
@@ -38,12 +40,29 @@ func withExitCode(code int, err error) error {
 // exitInterrupted is the conventional exit code of a process ended by SIGINT.
 const exitInterrupted = 130
 
+// childExit ends the process with the code of the repro that ran in its
+// place (in a network namespace), saying nothing more: the child spoke.
+type childExit int
+
+func (e childExit) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
 func main() {
+	if netns.Inside() {
+		// Re-run by netns.Run: make the namespace's network usable first.
+		if err := netns.Setup(); err != nil {
+			fmt.Fprintln(os.Stderr, "repro:", err)
+			os.Exit(1)
+		}
+	}
 	ctx, stop := interruptContext()
 	defer stop()
 	err := newRootCmd().ExecuteContext(ctx)
 	if err == nil {
 		return
+	}
+	var ce childExit
+	if errors.As(err, &ce) {
+		os.Exit(int(ce))
 	}
 	code := 1
 	var ec exitCoder

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,10 @@ import (
 // Short runs on the fast time scale (AWS durations / 10: shutdown delay
 // 12.9 s, LB detection 1 s x 2, probe timeout 3.4 s, so 2.72 s per phase):
 // baseline 3 s, cool-down 5 s, --min-ready-time 2 s, one iteration: about
-// 70-85 s each. Each test restates its profile's prediction on that scale.
+// 70-85 s each. Each test restates its profile's prediction on that scale
+// and on the load balancer that ran: repro run re-runs itself in a network
+// namespace where it can (as root), so the kernel LB (pass-through, as an
+// NLB) is the one these runs measure there, the Go proxy elsewhere.
 
 // profileRun is one measured rollout on a profile.
 type profileRun struct {
@@ -70,6 +74,13 @@ func runProfileExit(t *testing.T, profile string, wantCode int, extra ...string)
 	if pr.lab.Profile != profile || len(pr.lab.Knobs) != len(lab.KnobKeys()) || pr.lab.Timing != lab.TimingFast.Name {
 		t.Fatalf("run.json lab settings: %+v, want profile %s, fast timing and every knob", pr.lab, profile)
 	}
+	if want, _, _ := lab.ResolveLB(lab.LBAuto); pr.lab.LB != lab.LBKernel && pr.lab.LB != lab.LBProxy {
+		t.Fatalf("run.json lab lb %q, want kernel or proxy", pr.lab.LB)
+	} else if os.Geteuid() == 0 && pr.lab.LB != lab.LBKernel {
+		// As root repro can always make a network namespace.
+		t.Fatalf("run.json lab lb %q, want kernel (root; this process would pick %s)", pr.lab.LB, want)
+	}
+	t.Logf("%s: %s load balancer", profile, pr.lab.LB)
 	probe, err := time.ParseDuration(fmt.Sprint(r.Settings["probeTimeout"]))
 	if want := lab.TimingFast.Scale(prober.DefaultProbeTimeout); err != nil || probe != want {
 		t.Fatalf("run.json probe timeout %v (%v), want origin's %v on the fast scale, %v", r.Settings["probeTimeout"], err, prober.DefaultProbeTimeout, want)
@@ -104,6 +115,27 @@ type labRecord struct {
 	Profile string            `json:"profile"`
 	Timing  string            `json:"timing"`
 	Knobs   map[string]string `json:"knobs"`
+	// LB is the load balancer that ran: kernel or proxy.
+	LB string `json:"lb"`
+}
+
+// kernel reports whether the run's load balancer was the kernel one.
+func (l labRecord) kernel() bool { return l.LB == lab.LBKernel }
+
+// newConnClasses fails when a new-connection poller failed with a class
+// outside allowed.
+func newConnClasses(t *testing.T, pr profileRun, allowed ...results.ErrorClass) {
+	t.Helper()
+	for _, p := range pr.a.Pollers {
+		if p.Connection != results.NewConnections {
+			continue
+		}
+		for c, n := range p.Classes {
+			if !slices.Contains(allowed, c) {
+				t.Errorf("%s: %d failures of class %s, the %s load balancer predicts only %v on new connections", p.Name, n, c, pr.lab.LB, allowed)
+			}
+		}
+	}
 }
 
 // knob returns a duration knob's effective value.
@@ -286,8 +318,28 @@ func TestProfileBlackhole(t *testing.T) {
 	// the 2.72 s handshake timeout (fast scale) ends them long before the
 	// 15 s blackhole does, so they are tls-handshake-timeout; one sent in
 	// the window's last 2.72 s is reset when it ends.
-	onlyClasses(t, pr, append(refusals, results.ClassTLSHandshakeTimeout, results.ClassHeaderTimeout, results.ClassHTTP5xx, results.ClassHTTP429)...)
+	//
+	// Through the kernel LB (pass-through) the SYN itself is dropped: new
+	// connections late-routed there fail their connect after the dial's
+	// 2.72 s (connect-timeout), and nothing else.
+	onlyClasses(t, pr, append(refusals, results.ClassTLSHandshakeTimeout, results.ClassConnectTimeout, results.ClassHeaderTimeout, results.ClassHTTP5xx, results.ClassHTTP429)...)
 	servedByRolledNode(t, pr)
+	if pr.lab.kernel() {
+		// A refusal can still come through in the ~5 ms before the kernel
+		// LB's stop watcher starts the drop window, and the successor's
+		// 503/429 as through the proxy.
+		newConnClasses(t, pr, results.ClassConnectTimeout, results.ClassConnectRefused, results.ClassHTTP5xx, results.ClassHTTP429)
+		timeouts := int64(0)
+		for _, p := range pr.a.Pollers {
+			if p.Connection == results.NewConnections {
+				timeouts += p.Classes[results.ClassConnectTimeout]
+			}
+		}
+		if timeouts == 0 {
+			t.Error("no connect timeout on new connections: the kernel LB's drop rules did not swallow late-routed SYNs")
+		}
+		return
+	}
 	//
 	// Measured: kube-apiserver answers "Connection: close" while it drains
 	// (shutdown delay), so HTTP/1.1 keep-alive pollers leave the stopping
@@ -328,6 +380,10 @@ func TestProfileShortShutdownDelay(t *testing.T) {
 	// of requests.
 	onlyClasses(t, pr, append(refusals, results.ClassHTTP429)...)
 	servedByRolledNode(t, pr)
+	if pr.lab.kernel() {
+		// Pass-through: the stopped node's kernel refuses the SYN itself.
+		newConnClasses(t, pr, results.ClassConnectRefused)
+	}
 	total := int64(0)
 	for _, p := range pr.a.Pollers {
 		total += p.Failures

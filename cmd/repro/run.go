@@ -269,6 +269,16 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		return nil
 	}
 
+	if onLab {
+		// The kernel load balancer runs in a network namespace of its own:
+		// the whole run (lab and pollers) goes on in a repro inside one.
+		if code, ran, err := enterNetns(&labOpts, cmd.ErrOrStderr()); err != nil {
+			return err
+		} else if ran {
+			return childExit(code)
+		}
+	}
+
 	outDir := ro.out
 	if outDir == "" {
 		outDir = results.DefaultDir(sc.Name, time.Now())
@@ -308,7 +318,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 			return fmt.Errorf("lab did not start: %w", err)
 		}
 		defer theLab.Stop()
-		fmt.Fprintf(out, "lab is up in %s at %s\n", time.Since(started).Round(time.Millisecond), theLab.URL())
+		fmt.Fprintf(out, "lab is up in %s at %s (%s load balancer)\n", time.Since(started).Round(time.Millisecond), theLab.URL(), theLab.LBKind())
 		session.Target = scenarios.Target{Config: theLab.RESTConfig(), Lab: labSettings(theLab, ro.lab.sets)}
 		session.BeforeFinish = func(run *results.Run) {
 			// The fault windows the lab applied, to line up with the gaps.
@@ -493,7 +503,7 @@ func labSettings(l *lab.Lab, sets []string) map[string]any {
 		"lbHealthTimeout": o.Health.Timeout.String(), "lbHealthyThreshold": o.Health.HealthyThreshold,
 		"lbUnhealthyThreshold": o.Health.UnhealthyThreshold, "kubeAPIServer": o.KubeAPIServer,
 		"timing": o.Timing.Name, "timingFactor": o.Timing.Factor,
-		"profile": o.Profile, "knobs": lab.Settings(o),
+		"profile": o.Profile, "knobs": lab.Settings(o), "lb": l.LBKind(),
 		// The release as the binary reported it, and whether it is the
 		// lab's default, so labels name a release only where it differs.
 		"kubeVersion": l.KubeVersion().String(), "kubeDefault": l.KubeVersion().GitVersion == binaries.KubeAPIServer.Version && o.KubeAPIServer == "",

@@ -68,7 +68,19 @@ func (p *faulty) Route(client net.Addr, targets []TargetState) Route {
 	if p.f.LateDeregistration <= 0 {
 		return p.nlb.Route(client, targets)
 	}
-	now := time.Now()
+	pool := p.pool(targets, time.Now())
+	if len(pool) == 0 {
+		return Route{Action: ActionReject}
+	}
+	t := p.nlb.pick(client, pool)
+	return Route{Target: t.Name, Action: ActionForward}
+}
+
+// pool adds to the NLB's the unhealthy targets still routed to late.
+func (p *faulty) pool(targets []TargetState, now time.Time) []TargetState {
+	if p.f.LateDeregistration <= 0 {
+		return p.nlb.pool(targets, now)
+	}
 	var pool []TargetState
 	for _, t := range targets {
 		// The NLB has not yet taken the target out of its flow table: it
@@ -78,10 +90,9 @@ func (p *faulty) Route(client net.Addr, targets []TargetState) Route {
 		}
 	}
 	if len(pool) == 0 {
-		return p.nlb.Route(client, targets)
+		return p.nlb.pool(targets, now)
 	}
-	t := p.nlb.pick(client, pool)
-	return Route{Target: t.Name, Action: ActionForward}
+	return pool
 }
 
 func (p *faulty) HealthChanged(t TargetState) Action {

@@ -17,6 +17,13 @@
 //
 // Fault behaviours (late deregistration, resets on unhealthy, blackholing)
 // plug in through Policy; the default policy is the plain NLB.
+//
+// Two data paths share all of the above. The Go proxy (the default of New)
+// accepts the client's connection and dials the target, so a target's
+// refusal reaches the client as a reset after its connect succeeded. With
+// Options.Kernel the kernel forwards the client's own SYN (nftables DNAT,
+// kernel.go), as an NLB passes it through: a stopped target refuses the
+// connect itself, a blackholed one leaves it unanswered.
 package lb
 
 import (
@@ -92,6 +99,11 @@ type Options struct {
 	OnHealthChange func(HealthTransition)
 	// Logger logs transitions; nil is silent.
 	Logger *zap.Logger
+	// Kernel balances in the kernel (nftables DNAT, conntrack; see
+	// kernel.go) instead of proxying: Listen's address is then a VIP no
+	// socket accepts on, and the client's SYN reaches the target. It needs
+	// CAP_NET_ADMIN in a network namespace of repro's own (lab/netns).
+	Kernel bool
 }
 
 // TargetState is a target as the LB sees it at one moment.
@@ -158,6 +170,7 @@ type LB struct {
 	opts   Options
 	policy Policy
 	ln     net.Listener
+	kern   *kernel
 	log    *zap.Logger
 
 	mu          sync.Mutex
@@ -216,11 +229,7 @@ func New(opts Options) (*LB, error) {
 	default:
 		return nil, fmt.Errorf("load balancer health check protocol must be %s or %s, got %q", HealthHTTPS, HealthTCP, opts.Health.Protocol)
 	}
-	ln, err := net.Listen("tcp", opts.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("load balancer cannot listen on %s: %w", opts.Listen, err)
-	}
-	l := &LB{opts: opts, policy: opts.Policy, ln: ln, log: opts.Logger, targets: map[string]*target{}, byClient: map[string][]*conn{}, startedAt: time.Now()}
+	l := &LB{opts: opts, policy: opts.Policy, log: opts.Logger, targets: map[string]*target{}, byClient: map[string][]*conn{}, startedAt: time.Now()}
 	if l.policy == nil {
 		l.policy = NLB()
 	}
@@ -232,17 +241,37 @@ func New(opts Options) (*LB, error) {
 		l.targets[t.Name] = &target{Target: t, registered: true, lastCheck: "initial", active: map[*conn]struct{}{}}
 		l.order = append(l.order, t.Name)
 	}
+	if opts.Kernel {
+		k, err := newKernel(l)
+		if err != nil {
+			return nil, err
+		}
+		l.kern = k
+		k.sync()
+	} else {
+		ln, err := net.Listen("tcp", opts.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("load balancer cannot listen on %s: %w", opts.Listen, err)
+		}
+		l.ln = ln
+		l.wg.Add(1)
+		go l.acceptLoop()
+	}
 	for _, name := range l.order {
 		l.wg.Add(1)
 		go l.checkLoop(name)
 	}
-	l.wg.Add(1)
-	go l.acceptLoop()
 	return l, nil
 }
 
-// Addr is the listening address.
-func (l *LB) Addr() string { return l.ln.Addr().String() }
+// Addr is the load balancer's address: the proxy's listener, or the kernel
+// LB's VIP.
+func (l *LB) Addr() string {
+	if l.kern != nil {
+		return l.kern.addr()
+	}
+	return l.ln.Addr().String()
+}
 
 // Close stops accepting, stops health checks and closes every connection.
 func (l *LB) Close() error {
@@ -250,6 +279,11 @@ func (l *LB) Close() error {
 		return nil
 	}
 	l.cancel()
+	if l.kern != nil {
+		l.wg.Wait()
+		l.kern.close()
+		return nil
+	}
 	err := l.ln.Close()
 	l.mu.Lock()
 	var open []*conn
@@ -276,10 +310,15 @@ func (l *LB) Close() error {
 // restarted apiserver out until its CRD storage is warm.
 func (l *LB) SetRegistered(name string, registered bool) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	changed := false
 	if t := l.targets[name]; t != nil && t.registered != registered {
 		t.registered = registered
+		changed = true
 		l.log.Info("load balancer target registration", zap.String("target", name), zap.Bool("registered", registered))
+	}
+	l.mu.Unlock()
+	if changed && l.kern != nil {
+		l.kern.sync()
 	}
 }
 
@@ -350,6 +389,14 @@ func (l *LB) WaitInService(ctx context.Context, names ...string) error {
 			}
 		}
 		l.mu.Unlock()
+		if ok && l.kern != nil {
+			// In service is only true once the kernel's rules say so.
+			for _, n := range l.order {
+				if (len(names) == 0 || contains(names, n)) && !l.kern.routes(n) {
+					ok = false
+				}
+			}
+		}
 		if ok {
 			return nil
 		}
@@ -703,13 +750,17 @@ func (l *LB) record(name string, ok bool, res string) {
 	l.transitions = append(l.transitions, tr)
 	st := l.stateLocked(t)
 	var reset []*conn
-	if l.policy.HealthChanged(st) == ActionReset {
+	action := l.policy.HealthChanged(st)
+	if action == ActionReset && l.kern == nil {
 		for c := range t.active {
 			reset = append(reset, c)
 		}
 	}
 	l.mu.Unlock()
 	l.log.Info("load balancer health transition", zap.String("target", name), zap.Bool("healthy", verdict), zap.String("check", res))
+	if l.kern != nil {
+		l.kern.healthChanged(st, action)
+	}
 	for _, c := range reset {
 		l.finish(c, "reset", errors.New("target turned unhealthy"), true)
 	}

@@ -3,6 +3,7 @@ package lb
 import (
 	"hash/maphash"
 	"net"
+	"time"
 )
 
 // Action is what the load balancer does with a connection.
@@ -77,6 +78,17 @@ func (p *nlb) pick(client net.Addr, pool []TargetState) TargetState {
 }
 
 func (p *nlb) Route(client net.Addr, targets []TargetState) Route {
+	pool := p.pool(targets, time.Time{})
+	if len(pool) == 0 {
+		return Route{Action: ActionReject}
+	}
+	t := p.pick(client, pool)
+	return Route{Target: t.Name, Action: ActionForward}
+}
+
+// pool is what new connections are spread over: the targets in service,
+// else (failing open) every registered one.
+func (p *nlb) pool(targets []TargetState, _ time.Time) []TargetState {
 	var pool []TargetState
 	for _, t := range targets {
 		if t.InService() {
@@ -90,11 +102,7 @@ func (p *nlb) Route(client net.Addr, targets []TargetState) Route {
 			}
 		}
 	}
-	if len(pool) == 0 {
-		return Route{Action: ActionReject}
-	}
-	t := p.pick(client, pool)
-	return Route{Target: t.Name, Action: ActionForward}
+	return pool
 }
 
 func (p *nlb) Verdict(t TargetState, okStreak, failStreak int, hc HealthCheck) bool {

@@ -1,0 +1,204 @@
+package lb
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/repro-tools/repro/lab/netns"
+)
+
+// TestMain runs the package's tests inside a network namespace of their own
+// where one can be made, so the kernel LB's tests run (and its rules never
+// touch the host's network).
+func TestMain(m *testing.M) {
+	netns.ReexecTests()
+	os.Exit(m.Run())
+}
+
+func needKernel(t *testing.T) {
+	t.Helper()
+	if !netns.Inside() {
+		t.Skipf("the kernel load balancer needs repro's network namespace: %v", netns.Check())
+	}
+}
+
+func startKernel(t *testing.T, f Faults, interval time.Duration, backs ...*tcpBackend) *LB {
+	t.Helper()
+	needKernel(t)
+	opts := Options{Listen: "127.0.0.1:0", Policy: Faulty(f), Kernel: true, Logger: zaptest.NewLogger(t),
+		Health: HealthCheck{Protocol: HealthTCP, Interval: interval, Timeout: 200 * time.Millisecond, HealthyThreshold: 2, UnhealthyThreshold: 2}}
+	for _, b := range backs {
+		opts.Targets = append(opts.Targets, Target{Name: b.name, Addr: b.ln.Addr().String()})
+	}
+	l, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := l.WaitInService(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestKernelSpreadsFlowsAndRecordsThem: new connections to the VIP reach
+// every target (the SYN passes through: the target's own answer comes back),
+// and each is recorded under the client address the prober would log.
+func TestKernelSpreadsFlowsAndRecordsThem(t *testing.T) {
+	backs := []*tcpBackend{newTCPBackend(t, "a"), newTCPBackend(t, "b"), newTCPBackend(t, "c")}
+	l := startKernel(t, Faults{}, 40*time.Millisecond, backs...)
+	seen := map[string]int{}
+	locals := map[string]string{}
+	for i := 0; i < 60; i++ {
+		c, err := net.Dial("tcp", l.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ask(c, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[got]++
+		locals[c.LocalAddr().String()] = got
+		c.Close()
+	}
+	if len(seen) != 3 {
+		t.Errorf("60 new connections reached %v, want all of a, b, c", seen)
+	}
+	waitFor(t, "a record for every connection", func() bool {
+		for local, want := range locals {
+			recs := l.ConnectionsFrom(local)
+			if len(recs) == 0 || recs[len(recs)-1].Target != want || recs[len(recs)-1].Closed.IsZero() {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestKernelStoppedTargetRefuses: a target that stopped listening while the
+// LB still routes to it refuses the client's connect itself (ECONNREFUSED),
+// not a reset after the handshake as through a proxy.
+func TestKernelStoppedTargetRefuses(t *testing.T) {
+	backs := []*tcpBackend{newTCPBackend(t, "a"), newTCPBackend(t, "b")}
+	// Checks 300 ms apart: the LB routes to b for 300-600 ms after it stopped.
+	l := startKernel(t, Faults{}, 300*time.Millisecond, backs...)
+	backs[1].stop()
+	refused, answered := 0, 0
+	for i := 0; i < 40 && !unhealthy(l, "b"); i++ {
+		c, err := net.Dial("tcp", l.Addr())
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			refused++
+		case err != nil:
+			t.Fatalf("dial: %v, want success or connection refused", err)
+		default:
+			if got, err := ask(c, time.Second); err != nil || got != "a" {
+				t.Errorf("through the LB: %q %v", got, err)
+			}
+			answered++
+			c.Close()
+		}
+	}
+	if refused == 0 {
+		t.Errorf("no connect refused before b turned unhealthy (%d answered by a)", answered)
+	}
+}
+
+// TestKernelConnectionTermination: with termination on, an established flow
+// to a target that turns unhealthy is reset, idle or not.
+func TestKernelConnectionTermination(t *testing.T) {
+	backs := []*tcpBackend{newTCPBackend(t, "a"), newTCPBackend(t, "b")}
+	l := startKernel(t, Faults{ResetOnUnhealthy: true}, 40*time.Millisecond, backs...)
+	var onB net.Conn
+	for onB == nil {
+		c, err := net.Dial("tcp", l.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := ask(c, time.Second); got == "b" {
+			onB = c
+		} else {
+			c.Close()
+		}
+	}
+	defer onB.Close()
+	// b's health check fails (its listener closes) but its established
+	// connection stays up on b's side: only the LB can end it.
+	backs[1].ln.Close()
+	waitFor(t, "b unhealthy", func() bool { return unhealthy(l, "b") })
+	// The client is told without sending anything, as by an NLB's reset.
+	_ = onB.SetReadDeadline(time.Now().Add(time.Second))
+	_, err := onB.Read(make([]byte, 16))
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("reading the idle terminated flow: %v, want a connection reset", err)
+	}
+}
+
+// TestKernelBlackholeTimesOutConnects: while late routing still sends flows
+// to a stopped target and its packets are dropped, the client's SYN goes
+// unanswered: a connect timeout.
+func TestKernelBlackholeTimesOutConnects(t *testing.T) {
+	backs := []*tcpBackend{newTCPBackend(t, "a"), newTCPBackend(t, "b")}
+	l := startKernel(t, Faults{LateDeregistration: 10 * time.Second, Blackhole: 10 * time.Second}, 40*time.Millisecond, backs...)
+	backs[1].stop()
+	waitFor(t, "b unhealthy", func() bool { return unhealthy(l, "b") })
+	time.Sleep(100 * time.Millisecond) // the stop watcher's first refused connect
+	timeouts, answered := 0, 0
+	for i := 0; i < 20; i++ {
+		d := net.Dialer{Timeout: 300 * time.Millisecond}
+		c, err := d.Dial("tcp", l.Addr())
+		switch {
+		case isTimeout(err):
+			timeouts++
+		case err != nil:
+			t.Fatalf("dial: %v, want success or a timeout", err)
+		default:
+			answered++
+			c.Close()
+		}
+	}
+	if timeouts == 0 || answered == 0 {
+		t.Errorf("%d connect timeouts, %d answered: want both (b blackholed, a serving)", timeouts, answered)
+	}
+	// b comes back on its port (a restarted apiserver keeps its node's):
+	// once healthy it is not dropped any more, though the window has not
+	// ended, as through the proxy.
+	ln, err := net.Listen("tcp", backs[1].ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	waitFor(t, "b healthy again", func() bool { return !unhealthy(l, "b") })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := l.WaitInService(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		d := net.Dialer{Timeout: 300 * time.Millisecond}
+		c, err := d.Dial("tcp", l.Addr())
+		if err != nil {
+			t.Fatalf("dial after b's return: %v", err)
+		}
+		c.Close()
+	}
+}
