@@ -36,6 +36,7 @@ import (
 	"github.com/repro-tools/repro/lab/aggregated"
 	"github.com/repro-tools/repro/lab/binaries"
 	"github.com/repro-tools/repro/lab/lb"
+	"github.com/repro-tools/repro/lab/netns"
 	"github.com/repro-tools/repro/lab/netproxy"
 	"github.com/repro-tools/repro/lab/operator"
 	"github.com/repro-tools/repro/lab/pki"
@@ -137,27 +138,14 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	}()
 	began := time.Now()
 
-	kas, err := binaries.KubeAPIServerFor(opts.KubeVersion)
+	bins, err := Binaries(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	if l.kasBin, err = resolveBinary(ctx, opts.KubeAPIServer, kas, opts.BuildProgress); err != nil {
-		return nil, err
-	}
+	l.kasBin, l.etcdBin, l.aggBin = bins.KubeAPIServer, bins.Etcd, bins.Aggregated
 	l.kubeVersion = binaryVersion(ctx, l.kasBin)
 	l.log.Info("kube-apiserver", zap.String("binary", l.kasBin), zap.String("version", l.kubeVersion.String()),
 		zap.String("featureGates", featureGatesFor(l.kubeVersion.Minor)))
-	if l.etcdBin, err = resolveBinary(ctx, opts.Etcd, binaries.Etcd, opts.BuildProgress); err != nil {
-		return nil, err
-	}
-	if l.aggBin, err = resolveBinary(ctx, "", aggregated.Spec, opts.BuildProgress); err != nil {
-		// It has no --PATH override (it is the lab's own program): say how
-		// else to get it.
-		if errors.Is(err, binaries.ErrNoGoToolchain) {
-			return nil, fmt.Errorf("the lab's aggregated API server %s is not built yet and building it needs a Go toolchain: %w (install Go 1.24 or newer, or run repro lab build once where Go is)", aggregated.Spec.Version, binaries.ErrNoGoToolchain)
-		}
-		return nil, err
-	}
 	kind, why, err := ResolveLB(opts.LB)
 	if err != nil {
 		return nil, err
@@ -345,6 +333,38 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	return l, nil
 }
 
+// BinaryPaths are the programs a lab runs.
+type BinaryPaths struct {
+	KubeAPIServer, Etcd, Aggregated string
+}
+
+// Binaries returns the programs a lab with opts runs, building into the
+// cache (with opts.BuildProgress) whatever is not built yet. Call it before
+// entering repro's network namespace: a build needs the module proxy, and
+// the namespace has no network.
+func Binaries(ctx context.Context, opts Options) (BinaryPaths, error) {
+	var b BinaryPaths
+	kas, err := binaries.KubeAPIServerFor(opts.KubeVersion)
+	if err != nil {
+		return b, err
+	}
+	if b.KubeAPIServer, err = resolveBinary(ctx, opts.KubeAPIServer, kas, opts.BuildProgress); err != nil {
+		return b, err
+	}
+	if b.Etcd, err = resolveBinary(ctx, opts.Etcd, binaries.Etcd, opts.BuildProgress); err != nil {
+		return b, err
+	}
+	if b.Aggregated, err = resolveBinary(ctx, "", aggregated.Spec, opts.BuildProgress); err != nil {
+		// It has no --PATH override (it is the lab's own program): say how
+		// else to get it.
+		if errors.Is(err, binaries.ErrNoGoToolchain) {
+			return b, fmt.Errorf("the lab's aggregated API server %s is not built yet and building it needs a Go toolchain: %w (install Go 1.24 or newer, or run repro lab build once where Go is)", aggregated.Spec.Version, binaries.ErrNoGoToolchain)
+		}
+		return b, err
+	}
+	return b, nil
+}
+
 // resolveBinary returns the given path after checking it runs, or the cached
 // build, building it first if needed.
 func resolveBinary(ctx context.Context, given string, spec binaries.Spec, progress io.Writer) (string, error) {
@@ -361,6 +381,14 @@ func resolveBinary(ctx context.Context, given string, spec binaries.Spec, progre
 	o := binaries.Options{}
 	if progress != nil {
 		o.Progress = progress
+	}
+	if netns.Inside() {
+		// No network in here: a build would fail on its first download.
+		p, ok, err := binaries.Path(spec, o)
+		if err != nil || ok {
+			return p, err
+		}
+		return "", fmt.Errorf("%s %s is not built, and repro's network namespace cannot reach the module proxy: run `repro lab build` first", spec.Name, spec.Version)
 	}
 	return binaries.Ensure(ctx, spec, o)
 }

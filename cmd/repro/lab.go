@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -188,9 +189,16 @@ func (f *labFlags) options() (lab.Options, error) {
 // and this process is not yet in one. ran says the child ran in its place,
 // code its exit code. Where no namespace can be made, auto says why in one
 // line and goes on with the Go proxy; kernel fails.
-func enterNetns(o *lab.Options, errOut io.Writer) (code int, ran bool, err error) {
+func enterNetns(ctx context.Context, o *lab.Options, errOut io.Writer) (code int, ran bool, err error) {
 	if netns.Inside() || o.LB == lab.LBProxy {
 		return 0, false, nil
+	}
+	// Build what is not built yet out here, in the open: the namespace
+	// has no network to reach the module proxy.
+	bo := *o
+	bo.BuildProgress = errOut
+	if _, err := lab.Binaries(ctx, bo); err != nil {
+		return 0, false, fmt.Errorf("lab did not start: %w", err)
 	}
 	code, err = netns.Run()
 	if err == nil {
@@ -290,7 +298,7 @@ func newLabUpCmd(o *rootOptions) *cobra.Command {
 			if opts.LB == lab.LBAuto && !netns.Inside() {
 				opts.LB = lab.LBProxy
 			}
-			if code, ran, err := enterNetns(&opts, cmd.ErrOrStderr()); err != nil {
+			if code, ran, err := enterNetns(cmd.Context(), &opts, cmd.ErrOrStderr()); err != nil {
 				return err
 			} else if ran {
 				return childExit(code)

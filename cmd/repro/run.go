@@ -272,7 +272,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	if onLab {
 		// The kernel load balancer runs in a network namespace of its own:
 		// the whole run (lab and pollers) goes on in a repro inside one.
-		if code, ran, err := enterNetns(&labOpts, cmd.ErrOrStderr()); err != nil {
+		if code, ran, err := enterNetns(ctx, &labOpts, cmd.ErrOrStderr()); err != nil {
 			return err
 		} else if ran {
 			return childExit(code)
