@@ -59,7 +59,7 @@ var profiles = []Profile{
 	},
 	{
 		Name: "early-healthy",
-		Models: "The LB checks TCP connect instead of /readyz, with a healthy threshold of 1, and a restarting apiserver stays registered: it takes traffic as soon as its port accepts, before it can answer (503 not ready; 429 while the lab's CRD storage initialises), " +
+		Models: "The LB checks TCP connect instead of /readyz, with a healthy threshold of 1, and a restarting apiserver stays registered: it takes traffic as soon as its port accepts, before it can answer (503 not ready, or 429 while it initialises), " +
 			"and keeps taking it after its listener closed until two connects fail (connect-refused through the kernel LB, resets through the proxy).",
 		Source:   "NLB target groups' default TCP health check (AWS Elastic Load Balancing docs, target group health checks); a fresh kube-apiserver answers 503 until /readyz is 200",
 		Settings: []string{"lb-health-check=tcp", "lb-healthy-threshold=1", "keep-registered=true"},
@@ -68,7 +68,7 @@ var profiles = []Profile{
 		Name: "etcd-stall",
 		Models: "master-1's link to etcd stalls for 60 s right after its restart put it back in service; the LB keeps it in service because /readyz's etcd checks answer from their last result until a check times out (--etcd-*check-timeout 30 s, then 20 s of detection). TLS completes, nothing answers: " +
 			"requests routed to master-1 in the first 60 - 27.2 = 32.8 s (the stall less the sampler's header timeout) fail with header timeouts: a third of the new connections (the flow hash's share), and reused ones only if they were opened to master-1 after its restart (they left it when it stopped, so few are); " +
-			"those still waiting when the LB takes master-1 out (30 s check timeout, then 10-30 s of detection) are reset by its connection termination instead; later ones succeed late. The load balancer's kind does not change this: the stall is behind the apiserver. " +
+			"those still waiting when the LB takes master-1 out (30 s check timeout, then 10-30 s of detection) are reset by its connection termination instead; later ones succeed late. The load balancer's kind does not change this: the stall is behind the apiserver. Only kube-api's quorum reads are hit: openshift-api and oauth-api pass through master-1's aggregator to the aggregated servers, whose etcd links are their own, as on OpenShift. " +
 			"60 s and 30 s are guesses: any stall must outlast the 27.2 s header timeout to show at all, and the check timeout keeps /readyz from seeing the stall for most of it, the hypothesis under test (a storage stall /readyz misses).",
 		Source:   "k8s.io/apiserver pkg/storage/storagebackend/factory/etcd3.go (newETCD3Check caches and rate-limits the etcd check)",
 		Settings: []string{"etcd-stall=60s", "etcd-stall-on=master-1", "etcd-check-timeout=30s"},
