@@ -388,7 +388,7 @@ func resolveBinary(ctx context.Context, given string, spec binaries.Spec, progre
 		if err != nil || ok {
 			return p, err
 		}
-		return "", fmt.Errorf("%s %s is not built, and repro's network namespace cannot reach the module proxy: run `repro lab build` first", spec.Name, spec.Version)
+		return "", fmt.Errorf("%s %s is %w, and repro's network namespace cannot reach the module proxy: run `repro lab build` first", spec.Name, spec.Version, binaries.ErrNotBuilt)
 	}
 	return binaries.Ensure(ctx, spec, o)
 }

@@ -140,6 +140,11 @@ var All = []Spec{Etcd, KubeAPIServer}
 // is on PATH.
 var ErrNoGoToolchain = errors.New("no Go toolchain on PATH")
 
+// ErrNotBuilt is returned where a binary is not in the cache and cannot be
+// built from where the caller is (inside repro's network namespace, which
+// has no route to the module proxy).
+var ErrNotBuilt = errors.New("not built")
+
 // Options tunes Ensure.
 type Options struct {
 	// CacheDir overrides the cache root (default os.UserCacheDir()/repro).
