@@ -400,6 +400,11 @@ func (k *kernel) terminate(name string) (destroyed, marked int) {
 			continue
 		}
 		client := netip.AddrPortFrom(f.TupleOrig.IP.SourceAddress, f.TupleOrig.Proto.SourcePort)
+		k.mu.Lock()
+		if c := k.flows[f.ID]; c != nil {
+			c.terminating.Store(true)
+		}
+		k.mu.Unlock()
 		if !k.noDestroy.Load() {
 			err := destroySocket(ap, client)
 			if err == nil || errors.Is(err, unix.ENOENT) {
@@ -584,9 +589,12 @@ func (k *kernel) event(ev conntrack.Event) {
 	case ev.Type == conntrack.EventDestroy:
 		by = "lb"
 	case state == ctTCPClose:
-		by = "reset"
-		if f.Mark != 0 {
-			errText = "target turned unhealthy"
+		// conntrack does not say who sent a reset: only the flows this LB
+		// terminated are its verdicts; a client closing with unread data
+		// or a target aborting are not.
+		by = "peer-reset"
+		if f.Mark != 0 || c.terminating.Load() {
+			by, errText = "reset", "target turned unhealthy"
 		}
 	case state == ctTCPFinWait:
 		by = "client"
@@ -612,7 +620,7 @@ func (k *kernel) event(ev conntrack.Event) {
 		c.mu.Unlock()
 		return
 	}
-	if by == "reset" && c.active.Load() == 0 {
+	if (by == "reset" || by == "peer-reset") && c.active.Load() == 0 {
 		// Reset before the handshake completed: the target refused it.
 		by, errText = "dial", "connection refused"
 	}

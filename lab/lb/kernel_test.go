@@ -142,6 +142,42 @@ func TestKernelConnectionTermination(t *testing.T) {
 	if !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("reading the idle terminated flow: %v, want a connection reset", err)
 	}
+	// Its record names the LB's verdict: this is what diagnose counts.
+	local := onB.LocalAddr().String()
+	waitFor(t, "the terminated flow's record", func() bool {
+		recs := l.ConnectionsFrom(local)
+		return len(recs) > 0 && !recs[len(recs)-1].Closed.IsZero()
+	})
+	if r := l.ConnectionsFrom(local); r[len(r)-1].ClosedBy != "reset" {
+		t.Errorf("terminated flow recorded as closed by %q (%s), want reset", r[len(r)-1].ClosedBy, r[len(r)-1].Error)
+	}
+}
+
+// TestKernelPeerResetIsNotTheLBs: conntrack sees every TCP reset, but only
+// the flows the LB terminated are its verdicts; a client that aborts its
+// own connection (SO_LINGER 0) is recorded as a peer's reset.
+func TestKernelPeerResetIsNotTheLBs(t *testing.T) {
+	backs := []*tcpBackend{newTCPBackend(t, "a")}
+	l := startKernel(t, Faults{ResetOnUnhealthy: true}, 40*time.Millisecond, backs...)
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ask(c, time.Second); err != nil || got != "a" {
+		t.Fatalf("through the LB: %q %v", got, err)
+	}
+	local := c.LocalAddr().String()
+	if err := c.(*net.TCPConn).SetLinger(0); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	waitFor(t, "the aborted flow's record", func() bool {
+		recs := l.ConnectionsFrom(local)
+		return len(recs) > 0 && !recs[len(recs)-1].Closed.IsZero()
+	})
+	if r := l.ConnectionsFrom(local); r[len(r)-1].ClosedBy != "peer-reset" {
+		t.Errorf("a client's own reset recorded as closed by %q, want peer-reset", r[len(r)-1].ClosedBy)
+	}
 }
 
 // TestKernelBlackholeTimesOutConnects: while late routing still sends flows

@@ -154,7 +154,8 @@ type ConnRecord struct {
 	BytesDown int64 `json:"bytesDown"`
 	// ClosedBy says which side ended it: client, target, reset (the LB reset
 	// it on a health transition), lb (the LB stopped), dial (the target
-	// refused the LB's connection).
+	// refused the connection), peer-reset (the kernel LB saw a TCP reset
+	// from the client or the target, not one of its own).
 	ClosedBy string `json:"closedBy,omitempty"`
 	Error    string `json:"error,omitempty"`
 }
@@ -212,6 +213,9 @@ type conn struct {
 	// target closing long after its last answer is stopping, one closing
 	// right after it answered "Connection: close".
 	active atomic.Int64
+	// terminating is set by the kernel LB before it aborts the flow, so
+	// the reset that follows is recorded as its verdict, not a peer's.
+	terminating atomic.Bool
 }
 
 // New listens and starts health checking; targets start unhealthy.
