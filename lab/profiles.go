@@ -38,8 +38,9 @@ var profiles = []Profile{
 		Models: "The LB keeps routing new connections to a target for 140 s after it turned unhealthy. The rolled apiserver turns unhealthy 10-20 s after SIGTERM and stops listening at 129 s, so connections routed to it from then until the end of the 140 s are refused (resets, " +
 			"then 503s if its successor is already listening): at most 140 + 20 - 129 = 31 s per node, a share of the requests, on new and reused connections (reused ones redial when the stopping apiserver closes them). " +
 			"Through the kernel LB (pass-through) a connect sent there is refused by the stopped node's own kernel: connect-refused; through the proxy the LB completes the connect and then resets it: reset or EOF in the TLS handshake. " +
+			"Once the successor has bound its port (when it is configured) but before it serves it, a connect succeeds and the TLS handshake waits: it completes late, or times out (tls-handshake-timeout) if serving starts later than the handshake timeout, which a loaded machine makes likelier. " +
 			"140 s is a guess: the bug reports 50 s and more, and 50 s is absorbed by the 129 s delay (nothing to see), so this is the 'more' case: a delay past the shutdown delay minus detection.",
-		Source:   "OCPBUGS-86789 (NLB routed to an unhealthy target for 50 s and more)",
+		Source:   "OCPBUGS-86789 (NLB routed to an unhealthy target for 50 s and more); k8s.io/apiserver pkg/server/options/serving.go (SecureServingOptions.ApplyTo creates the listener) and pkg/server/genericapiserver.go (NonBlockingRun serves it later)",
 		Settings: []string{"lb-late-deregistration=140s"},
 	},
 	{
@@ -53,15 +54,16 @@ var profiles = []Profile{
 	{
 		Name: "short-shutdown-delay",
 		Models: "kube-apiserver's shutdown delay is 0 s, as OpenShift sets it on a single node, behind the LB's 20 s detection: the apiserver stops listening at SIGTERM while the LB routes to it for 10-30 s more. New connections sent there are refused: through the kernel LB (pass-through) by the stopped node's kernel, so the client's connect fails (connect-refused), through the proxy after the LB completed it (reset or EOF in the TLS handshake); " +
-			"expected: failures on connections routed to the rolled node between its listener closing and the LB marking it unhealthy.",
-		Source:   "openshift/cluster-kube-apiserver-operator observe_termination_duration.go (SingleReplica: 0 s)",
+			"expected: failures on connections routed to the rolled node between its listener closing and the LB marking it unhealthy; through the kernel LB mostly connect-refused, with a few 429s (--shutdown-send-retry-after: k8s.io/apiserver's WithRetryAfter answers new requests 429 from the delay's end until in-flight ones drained, the listener still open) and EOFs or resets of connections accepted as the listener closed.",
+		Source:   "openshift/cluster-kube-apiserver-operator observe_termination_duration.go (SingleReplica: 0 s); k8s.io/apiserver pkg/server/filters/with_retry_after.go",
 		Settings: []string{"shutdown-delay=0s"},
 	},
 	{
 		Name: "early-healthy",
 		Models: "The LB checks TCP connect instead of /readyz, with a healthy threshold of 1, and a restarting apiserver stays registered: it takes traffic as soon as its port accepts, before it can answer (503 not ready, or 429 while it initialises), " +
-			"and keeps taking it after its listener closed until two connects fail (connect-refused through the kernel LB, resets through the proxy).",
-		Source:   "NLB target groups' default TCP health check (AWS Elastic Load Balancing docs, target group health checks); a fresh kube-apiserver answers 503 until /readyz is 200",
+			"and keeps taking it after its listener closed until two connects fail (connect-refused through the kernel LB, resets through the proxy). " +
+			"A connect passes the check from the moment the successor binds its port, before it serves it: handshakes routed there in that window wait and may time out (tls-handshake-timeout).",
+		Source:   "NLB target groups' default TCP health check (AWS Elastic Load Balancing docs, target group health checks); a fresh kube-apiserver answers 503 until /readyz is 200; k8s.io/apiserver pkg/server/options/serving.go (the listener is bound at configuration, served later)",
 		Settings: []string{"lb-health-check=tcp", "lb-healthy-threshold=1", "keep-registered=true"},
 	},
 	{

@@ -68,11 +68,15 @@ func TestSweepShortShutdownDelay(t *testing.T) {
 		t.Skip("runs two lab rollouts")
 	}
 	out := filepath.Join(t.TempDir(), "sweep")
+	keepIfFailed(t, out)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	started := time.Now()
+	// --max-disruption and --attribute go on to each point's repro run: the
+	// 0 s point is also the short-shutdown-delay profile's own test.
 	res := repro(t, ctx, "sweep", "--scenario", "apiserver-rollout", "--lab-profile", "short-shutdown-delay",
-		"--lab-set", "shutdown-delay=0s,4s", "--out", out, "--baseline", "3s", "--cool-down", "5s", "--min-ready-time", "2s")
+		"--lab-set", "shutdown-delay=0s,4s", "--out", out, "--baseline", "3s", "--cool-down", "5s", "--min-ready-time", "2s",
+		"--max-disruption", "1ms", "--attribute")
 	t.Logf("sweep took %s", time.Since(started).Round(time.Second))
 	if res.code != 0 {
 		t.Fatalf("repro sweep: exit %d", res.code)
@@ -97,6 +101,10 @@ func TestSweepShortShutdownDelay(t *testing.T) {
 		}
 		return false
 	}
+	if sr.Points[0].ExitCode != exitOverLimit {
+		t.Errorf("the 0s point exited %d, want %d: its disruption is over --max-disruption 1ms", sr.Points[0].ExitCode, exitOverLimit)
+	}
+	checkShortShutdownDelay(t, loadProfileRun(t, sr.Points[0].Dir, "short-shutdown-delay"))
 	if !gap(sr.Points[0]) || gap(sr.Points[1]) {
 		t.Fatalf("disruption 0s: %v, 4s: %v; want a gap over %.1f s, then none", sr.Points[0].Seconds, sr.Points[1].Seconds, floor)
 	}
@@ -112,8 +120,8 @@ func TestSweepShortShutdownDelay(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	// Each point is a whole results folder of its own, diagnosed as such.
-	checkDiagnosis(t, sr.Points[0].Dir, "short-shutdown-delay")
+	// Each point is a whole results folder of its own, diagnosed as such
+	// (the 0 s point by checkShortShutdownDelay).
 	checkDiagnosis(t, sr.Points[1].Dir, "healthy")
 }
 

@@ -414,6 +414,10 @@ func (k *kernel) terminate(name string) (destroyed, marked int) {
 			if destroyUnsupported(err) {
 				k.noDestroy.Store(true)
 				l.log.Info("kernel load balancer: this kernel cannot destroy sockets; terminating by conntrack mark and reject", zap.Error(err))
+			} else {
+				// The mark's reject answers the next packet's sender only:
+				// an idle client is not told. Say so where it happens.
+				l.log.Warn("kernel load balancer: aborting a flow's target socket failed; marking it instead", zap.String("client", client.String()), zap.Error(err))
 			}
 		}
 		if err := k.ctq.Update(conntrack.Flow{TupleOrig: f.TupleOrig, TupleReply: f.TupleReply, Mark: termMark(idx)}); err != nil {
