@@ -407,7 +407,7 @@ func (k *kernel) terminate(name string) (destroyed, marked int) {
 		k.mu.Unlock()
 		if !k.noDestroy.Load() {
 			err := destroySocket(ap, client)
-			if err == nil || errors.Is(err, unix.ENOENT) {
+			if err == nil || socketGone(err) {
 				destroyed++
 				continue
 			}

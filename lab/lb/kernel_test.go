@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"syscall"
 	"testing"
@@ -237,4 +238,27 @@ func TestKernelBlackholeTimesOutConnects(t *testing.T) {
 		}
 		c.Close()
 	}
+}
+
+// TestDestroyOfAGoneSocketIsNotUnsupported: aborting a flow whose target
+// socket has already gone finds only the port's listener; the kernel
+// answers EINVAL and leaves the listener alone. That is "nothing left to
+// reset", not "this kernel cannot destroy sockets", which once switched a
+// whole lab run to the mark fallback and left idle clients hanging.
+func TestDestroyOfAGoneSocketIsNotUnsupported(t *testing.T) {
+	needKernel(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = destroySocket(netip.MustParseAddrPort(ln.Addr().String()), netip.MustParseAddrPort("127.0.0.1:1"))
+	if err == nil || !socketGone(err) || destroyUnsupported(err) {
+		t.Fatalf("aborting a flow with no socket: %v; want an error socketGone accepts and destroyUnsupported does not", err)
+	}
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+	if err != nil {
+		t.Fatalf("the port's listener after the abort: %v", err)
+	}
+	c.Close()
 }

@@ -61,7 +61,18 @@ func destroySocket(local, remote netip.AddrPort) error {
 }
 
 // destroyUnsupported reports whether err means the kernel cannot destroy
-// sockets (no CONFIG_INET_DIAG_DESTROY, or not allowed here).
+// sockets (no CONFIG_INET_DIAG_DESTROY: net/core/sock_diag.c
+// sock_diag_destroy answers EOPNOTSUPP; EPERM without CAP_NET_ADMIN).
 func destroyUnsupported(err error) bool {
-	return errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL)
+	return errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EPERM)
+}
+
+// socketGone reports whether err means the flow's socket no longer exists:
+// ENOENT, or EINVAL when the lookup (established, then listening sockets)
+// found only the port's listener, which is not aborted (measured here:
+// EINVAL, the listener still accepting). Nothing is left to reset. Taking
+// EINVAL for "cannot destroy" once switched a whole run to the mark
+// fallback, whose reject never tells an idle client.
+func socketGone(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL)
 }
