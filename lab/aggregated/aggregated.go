@@ -32,8 +32,9 @@ var Spec = binaries.Spec{
 	LDFlags: "-s -w",
 	Sources: sources,
 	// Measured: 3 min 4 s on 2 shared cores, 985 of its 1272 packages
-	// compiled (the rest came from kube-apiserver's and etcd's builds).
-	ColdBuild: 3 * time.Minute,
+	// compiled (the rest came from kube-apiserver's and etcd's builds);
+	// 4 min 1 s after them on a fresh machine.
+	ColdBuild: 4 * time.Minute,
 }
 
 // Groups are the two roles and where OpenShift runs each.

@@ -91,8 +91,9 @@ func kubeAPIServer(version, release, tags string, cold time.Duration) Spec {
 }
 
 // KubeAPIServer is kube-apiserver v1.34.4, the Kubernetes of OpenShift 4.21
-// and the lab's default.
-var KubeAPIServer = kubeAPIServer("v1.34.4", "OpenShift 4.21", "", 4*time.Minute)
+// and the lab's default. Its cold build: 6 m 17 s measured on 2 cores with
+// empty Go caches (module downloads included).
+var KubeAPIServer = kubeAPIServer("v1.34.4", "OpenShift 4.21", "", 6*time.Minute)
 
 // KubeAPIServers lists every kube-apiserver release the lab can build,
 // default first: OpenShift 4.16 ships Kubernetes 1.29 and 4.17 ships 1.30,
