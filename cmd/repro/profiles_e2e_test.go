@@ -362,17 +362,22 @@ func TestProfileBlackhole(t *testing.T) {
 	servedByRolledNode(t, pr)
 	if pr.lab.kernel() {
 		// A refusal can still come through in the ~5 ms before the kernel
-		// LB's stop watcher starts the drop window, and the successor's
-		// 503/429 as through the proxy.
-		newConnClasses(t, pr, results.ClassConnectTimeout, results.ClassConnectRefused, results.ClassHTTP5xx, results.ClassHTTP429)
-		timeouts := int64(0)
+		// LB's stop watcher starts the drop window, a connection accepted
+		// in the instant the listener closed is closed unanswered (eof,
+		// reset; measured once: written 2 ms before the listener closed),
+		// and the successor answers 503/429 as through the proxy. The drop
+		// window lasts seconds, those instants milliseconds: the connect
+		// timeouts are most of it.
+		newConnClasses(t, pr, results.ClassConnectTimeout, results.ClassConnectRefused, results.ClassEOF, results.ClassReset, results.ClassHTTP5xx, results.ClassHTTP429)
+		timeouts, all := int64(0), int64(0)
 		for _, p := range pr.a.Pollers {
 			if p.Connection == results.NewConnections {
 				timeouts += p.Classes[results.ClassConnectTimeout]
+				all += p.Failures - p.Classes[results.ClassHTTP5xx] - p.Classes[results.ClassHTTP429]
 			}
 		}
-		if timeouts == 0 {
-			t.Error("no connect timeout on new connections: the kernel LB's drop rules did not swallow late-routed SYNs")
+		if timeouts == 0 || timeouts*2 <= all {
+			t.Errorf("%d connect timeouts of %d unanswered new-connection failures: the kernel LB's drop rules did not swallow late-routed SYNs", timeouts, all)
 		}
 		return
 	}
