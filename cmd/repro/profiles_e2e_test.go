@@ -146,6 +146,24 @@ func newConnClasses(t *testing.T, pr profileRun, allowed ...results.ErrorClass) 
 	}
 }
 
+// newConnFailures sums the new-connection pollers' failures of the given
+// classes, or all their failures when none is given.
+func newConnFailures(pr profileRun, classes ...results.ErrorClass) int64 {
+	n := int64(0)
+	for _, p := range pr.a.Pollers {
+		if p.Connection != results.NewConnections {
+			continue
+		}
+		if len(classes) == 0 {
+			n += p.Failures
+		}
+		for _, c := range classes {
+			n += p.Classes[c]
+		}
+	}
+	return n
+}
+
 // knob returns a duration knob's effective value.
 func (l labRecord) knob(t *testing.T, key string) time.Duration {
 	t.Helper()
@@ -369,13 +387,8 @@ func TestProfileBlackhole(t *testing.T) {
 		// window lasts seconds, those instants milliseconds: the connect
 		// timeouts are most of it.
 		newConnClasses(t, pr, results.ClassConnectTimeout, results.ClassConnectRefused, results.ClassEOF, results.ClassReset, results.ClassHTTP5xx, results.ClassHTTP429)
-		timeouts, all := int64(0), int64(0)
-		for _, p := range pr.a.Pollers {
-			if p.Connection == results.NewConnections {
-				timeouts += p.Classes[results.ClassConnectTimeout]
-				all += p.Failures - p.Classes[results.ClassHTTP5xx] - p.Classes[results.ClassHTTP429]
-			}
-		}
+		timeouts := newConnFailures(pr, results.ClassConnectTimeout)
+		all := newConnFailures(pr) - newConnFailures(pr, results.ClassHTTP5xx, results.ClassHTTP429)
 		if timeouts == 0 || timeouts*2 <= all {
 			t.Errorf("%d connect timeouts of %d unanswered new-connection failures: the kernel LB's drop rules did not swallow late-routed SYNs", timeouts, all)
 		}
@@ -405,6 +418,7 @@ func TestProfileBlackhole(t *testing.T) {
 // checkShortShutdownDelay also proves --max-disruption: the gap is real
 // and short, so a 1 ms limit must fail the run with exit 3 and a failing
 // junit case.
+//
 // The short-shutdown-delay profile's rollout is the 0 s point of
 // TestSweepShortShutdownDelay (run with --max-disruption 1ms --attribute),
 // which calls this: one rollout fewer in CI.
@@ -433,13 +447,7 @@ func checkShortShutdownDelay(t *testing.T, pr profileRun) {
 		// detection (seconds), those are the drain (milliseconds): the
 		// refusals are most of it. Through the proxy there are none.
 		newConnClasses(t, pr, results.ClassConnectRefused, results.ClassHTTP429, results.ClassEOF, results.ClassReset)
-		refused, all := int64(0), int64(0)
-		for _, p := range pr.a.Pollers {
-			if p.Connection == results.NewConnections {
-				refused += p.Classes[results.ClassConnectRefused]
-				all += p.Failures
-			}
-		}
+		refused, all := newConnFailures(pr, results.ClassConnectRefused), newConnFailures(pr)
 		if refused*2 <= all {
 			t.Errorf("%d of %d new-connection failures connect-refused, want most: the kernel LB passes the SYN to the stopped node", refused, all)
 		}
