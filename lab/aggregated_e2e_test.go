@@ -20,6 +20,7 @@ import (
 	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/lab/aggregated"
 	"github.com/repro-tools/repro/lab/binaries"
+	"github.com/repro-tools/repro/lab/netns"
 )
 
 // checkAggregatedAPIs checks issue 12's `repro lab up` items on a running
@@ -217,7 +218,7 @@ func replicaThatLogged(t *testing.T, l *lab.Lab, group, id string) *lab.Replica 
 // the aggregated servers cannot be published and the lab must say so in
 // one line instead of failing later.
 func TestNoHostAddressIsOneClearLine(t *testing.T) {
-	if os.Getenv(lab.NoNetChild) == "1" {
+	if os.Getenv("REPRO_NO_NET_CHILD") == "1" {
 		_, err := lab.Start(context.Background(), lab.Options{})
 		fmt.Printf("STARTERR %q\n", fmt.Sprint(err))
 		return
@@ -232,13 +233,9 @@ func TestNoHostAddressIsOneClearLine(t *testing.T) {
 	// lo is down in a fresh namespace; etcd needs it.
 	script := "ip link set lo up && exec " + os.Args[0] + " -test.run=^TestNoHostAddressIsOneClearLine$"
 	cmd := exec.Command(unshare, "-n", "sh", "-c", script)
-	// Not as repro's namespace child: that one gets an address on lo.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "REPRO_NETNS=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, lab.NoNetChild+"=1")
+	// Not as repro's namespace child, and not moved into a namespace of
+	// its own: either would give it an address on lo.
+	cmd.Env = append(netns.OutsideEnv(os.Environ()), "REPRO_NO_NET_CHILD=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil && !strings.Contains(string(out), "STARTERR") {
 		t.Skipf("cannot run in a network namespace here: %v: %.300s", err, out)

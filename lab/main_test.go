@@ -9,10 +9,6 @@ import (
 	"github.com/repro-tools/repro/lab/netns"
 )
 
-// NoNetChild marks the child of TestNoHostAddressIsOneClearLine (exported
-// for the package's external tests).
-const NoNetChild = "REPRO_NO_NET_CHILD"
-
 // TestMain runs the lab's tests inside a network namespace of their own
 // where one can be made (as root in CI), so the lab they start uses the
 // kernel load balancer; elsewhere they run on the Go proxy. The lab's
@@ -26,10 +22,6 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	// The no-host-address test's child stays where its parent put it: a
-	// namespace with loopback only, which ReexecTests would give an address.
-	if os.Getenv(NoNetChild) != "1" {
-		netns.ReexecTests()
-	}
+	netns.ReexecTests()
 	os.Exit(m.Run())
 }

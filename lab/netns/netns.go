@@ -29,6 +29,22 @@ import (
 // envChild marks a process that Run started inside its namespace.
 const envChild = "REPRO_NETNS"
 
+// envOff keeps ReexecTests from making a namespace.
+const envOff = "REPRO_NETNS_OFF"
+
+// OutsideEnv returns environ for a process that must run where its parent
+// puts it: not marked as Run's child (which Setup would give HostAddr) and
+// not re-run by ReexecTests into a namespace of its own.
+func OutsideEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, envChild+"=") && !strings.HasPrefix(kv, envOff+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, envOff+"=1")
+}
+
 // HostAddr is the address the child adds to lo (a /32 of RFC 1918 space no
 // host route reaches): a global unicast address inside the namespace.
 var HostAddr = net.IPv4(10, 200, 0, 1)
@@ -200,7 +216,7 @@ func ReexecTests() {
 		}
 		return
 	}
-	if os.Getenv("REPRO_NETNS_OFF") == "1" || Check() != nil {
+	if os.Getenv(envOff) == "1" || Check() != nil {
 		return
 	}
 	code, err := Run()
