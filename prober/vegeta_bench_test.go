@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -30,7 +31,9 @@ import (
 )
 
 var (
-	vsVegetaDuration = flag.Duration("vs-vegeta-duration", 10*time.Second, "length of each tool's phase in BenchmarkVsVegeta")
+	vsVegetaDuration = flag.Duration("vs-vegeta-duration", 10*time.Second, "time each tool runs in BenchmarkVsVegeta, over all its turns")
+	vsVegetaRounds   = flag.Int("vs-vegeta-rounds", 4, "turns each tool takes in BenchmarkVsVegeta, in ABBA order; -vs-vegeta-duration is shared among them")
+	vsVegetaStagger  = flag.Bool("vs-vegeta-stagger", true, "start vegeta's reused-connection attack half a tick after its new-connection one, so that both tools send requests at the same instants")
 	vsVegetaOnly     = flag.String("vs-vegeta-only", "", `run only one side of BenchmarkVsVegeta ("repro" or "vegeta"), for profiling`)
 )
 
@@ -113,12 +116,43 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// sideFigures are one tool's latencies per connection type and its CPU.
+// switches is how often this process's threads have given up a core so
+// far, voluntarily (blocked: a sleeping scheduler, an idle thread parked)
+// or not: each is a wake-up paid in kernel time.
+func switches() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Nvcsw + ru.Nivcsw
+}
+
+// usage is what a process has spent so far: CPU time and heap allocations.
+type usage struct {
+	cpu      time.Duration
+	mallocs  uint64
+	bytes    uint64
+	switches int64
+}
+
+// spent returns this process's usage so far.
+func spent() usage {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return usage{cpu: cpuTime(), mallocs: ms.Mallocs, bytes: ms.TotalAlloc, switches: switches()}
+}
+
+// since is the usage from u to now.
+func (u usage) since() usage {
+	now := spent()
+	return usage{cpu: now.cpu - u.cpu, mallocs: now.mallocs - u.mallocs, bytes: now.bytes - u.bytes, switches: now.switches - u.switches}
+}
+
+// sideFigures are one tool's latencies per connection type and what it
+// spent: CPU and allocations, over all its requests.
 type sideFigures struct {
 	lat    map[results.ConnectionType][]time.Duration
 	n      int
 	failed int
-	cpu    time.Duration
+	usage
 }
 
 func (f *sideFigures) pct(ct results.ConnectionType, q float64) time.Duration {
@@ -127,6 +161,23 @@ func (f *sideFigures) pct(ct results.ConnectionType, q float64) time.Duration {
 		return 0
 	}
 	return l[int(q*float64(len(l)-1))]
+}
+
+func newSideFigures() *sideFigures {
+	return &sideFigures{lat: map[results.ConnectionType][]time.Duration{}}
+}
+
+// add folds the figures of one turn into f.
+func (f *sideFigures) add(g *sideFigures) {
+	for ct, l := range g.lat {
+		f.lat[ct] = append(f.lat[ct], l...)
+	}
+	f.n += g.n
+	f.failed += g.failed
+	f.cpu += g.cpu
+	f.mallocs += g.mallocs
+	f.bytes += g.bytes
+	f.switches += g.switches
 }
 
 func (f *sideFigures) sort() {
@@ -140,29 +191,61 @@ func (f *sideFigures) sort() {
 const warm = 0.1
 
 // BenchmarkVsVegeta runs vegeta (github.com/tsenart/vegeta/v12/lib) and
-// the prober one after the other against the same local TLS server, in
-// another process, at the rate of the field comparison (issue 15): 600
-// requests/s over HTTP/1.1, 300/s on new connections and 300/s on reused
-// ones. vegeta runs as two concurrent attacks (keep-alive off and on) over
-// the three backend paths; the prober as six pollers (three backends x
-// new/reused) every 10ms, its samples written to a samples.jsonl as
-// repro probe does. It prints p50 and p99 latency per connection type and
-// CPU per request for both, and repro's ratios to vegeta. Run it with
-// make bench-vs-vegeta; each phase lasts -vs-vegeta-duration.
+// the prober against the same local TLS server, in another process, at
+// the rate of the field comparison (issue 15): 600 requests/s over
+// HTTP/1.1, 300/s on new connections and 300/s on reused ones. vegeta runs
+// as two concurrent attacks (keep-alive off and on) over the three backend
+// paths; the prober as six pollers (three backends x new/reused) every
+// 10ms, its samples written to a samples.jsonl as repro probe does. Each
+// tool gets -vs-vegeta-duration in all, cut into -vs-vegeta-rounds turns
+// taken in ABBA order (vegeta, repro, repro, vegeta, ...), so that a
+// machine whose speed drifts during the run (a shared host, a CPU's
+// clock) weighs on both alike. It prints p50 and p99 latency per
+// connection type, CPU, allocations and context switches per request for
+// both, and repro's ratios to vegeta. Run it with make bench-vs-vegeta.
 func BenchmarkVsVegeta(b *testing.B) {
 	url, ca := startBenchServer(b)
 	backends, err := prober.LookupBackends([]string{"kube-api", "openshift-api", "oauth-api"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := *vsVegetaDuration
+	rounds := *vsVegetaRounds
+	if rounds < 1 {
+		b.Fatalf("-vs-vegeta-rounds %d: want at least 1", rounds)
+	}
+	turn := *vsVegetaDuration / time.Duration(rounds)
 	for i := 0; i < b.N; i++ {
 		var v, r *sideFigures
 		if *vsVegetaOnly != "repro" {
-			v = runVegeta(b, url, ca, backends, d)
+			v = newSideFigures()
 		}
 		if *vsVegetaOnly != "vegeta" {
-			r = runRepro(b, url, ca, backends, d)
+			r = newSideFigures()
+		}
+		for k := 0; k < rounds; k++ {
+			sides := []func(){
+				func() {
+					if v != nil {
+						v.add(runVegeta(b, url, ca, backends, turn))
+					}
+				},
+				func() {
+					if r != nil {
+						r.add(runRepro(b, url, ca, backends, turn))
+					}
+				},
+			}
+			if k%2 == 1 {
+				sides[0], sides[1] = sides[1], sides[0]
+			}
+			for _, run := range sides {
+				run()
+			}
+		}
+		for _, f := range []*sideFigures{v, r} {
+			if f != nil {
+				f.sort()
+			}
 		}
 		for _, side := range []struct {
 			name string
@@ -172,10 +255,10 @@ func BenchmarkVsVegeta(b *testing.B) {
 				continue
 			}
 			f := side.f
-			b.Logf("%-6s p50 new %6.3f ms  p99 new %6.3f ms  p50 reused %6.3f ms  p99 reused %6.3f ms  CPU %.3f ms/req  (%d requests, %d failed)",
+			b.Logf("%-6s p50 new %6.3f ms  p99 new %6.3f ms  p50 reused %6.3f ms  p99 reused %6.3f ms  CPU %.3f ms/req  %d allocs/req %.1f KB/req %.1f switches/req  (%d requests, %d failed)",
 				side.name, ms(f.pct(results.NewConnections, .5)), ms(f.pct(results.NewConnections, .99)),
 				ms(f.pct(results.ReusedConnections, .5)), ms(f.pct(results.ReusedConnections, .99)),
-				ms(f.cpu)/float64(f.n), f.n, f.failed)
+				ms(f.cpu)/float64(f.n), f.mallocs/uint64(f.n), float64(f.bytes)/1024/float64(f.n), float64(f.switches)/float64(f.n), f.n, f.failed)
 			if f.failed > 0 {
 				b.Errorf("%s: %d of %d requests failed against a healthy server", side.name, f.failed, f.n)
 			}
@@ -208,18 +291,27 @@ func runVegeta(b *testing.B, url string, ca []byte, backends []prober.Backend, d
 		targets = append(targets, vegeta.Target{Method: http.MethodGet, URL: url + be.Path,
 			Header: http.Header{"Accept": []string{"application/json"}, "Authorization": []string{"Bearer bench-token"}}})
 	}
-	f := &sideFigures{lat: map[results.ConnectionType][]time.Duration{}}
+	f := newSideFigures()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	cpu0 := cpuTime()
-	for _, ct := range results.ConnectionTypes {
+	const perSecond = 300
+	u0 := spent()
+	for i, ct := range results.ConnectionTypes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			a := vegeta.NewAttacker(vegeta.KeepAlive(ct == results.ReusedConnections),
 				vegeta.TLSConfig(&tls.Config{RootCAs: pool}), vegeta.HTTP2(false))
+			if *vsVegetaStagger && i > 0 {
+				// The second attack starts half a tick after the first: the
+				// two then send one request every 1/600 s, new and reused in
+				// turn, the instants at which the prober's six pollers,
+				// spread over their interval, send theirs. Started
+				// together, each tick would send two requests at once.
+				time.Sleep(time.Second / perSecond / 2)
+			}
 			began := time.Now()
-			for res := range a.Attack(vegeta.NewStaticTargeter(targets...), vegeta.Rate{Freq: 300, Per: time.Second}, d, string(ct)) {
+			for res := range a.Attack(vegeta.NewStaticTargeter(targets...), vegeta.Rate{Freq: perSecond, Per: time.Second}, d, string(ct)) {
 				mu.Lock()
 				f.n++
 				if res.Error != "" {
@@ -232,8 +324,7 @@ func runVegeta(b *testing.B, url string, ca []byte, backends []prober.Backend, d
 		}()
 	}
 	wg.Wait()
-	f.cpu = cpuTime() - cpu0
-	f.sort()
+	f.usage = u0.since()
 	return f
 }
 
@@ -249,8 +340,8 @@ func runRepro(b *testing.B, url string, ca []byte, backends []prober.Backend, d 
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := &sideFigures{lat: map[results.ConnectionType][]time.Duration{}}
-	cpu0 := cpuTime()
+	f := newSideFigures()
+	u0 := spent()
 	ch := p.Run(context.Background())
 	var began time.Time
 	for s := range ch {
@@ -270,8 +361,7 @@ func runRepro(b *testing.B, url string, ca []byte, backends []prober.Backend, d 
 	if err := w.Close(); err != nil {
 		b.Fatal(err)
 	}
-	f.cpu = cpuTime() - cpu0
-	f.sort()
+	f.usage = u0.since()
 	return f
 }
 
