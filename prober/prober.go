@@ -587,6 +587,9 @@ type traceState struct {
 	// the client during the TLS handshake).
 	dialLocal  string
 	dialRemote string
+	// trace is the request's httptrace.ClientTrace, part of the state so
+	// that the two are one allocation.
+	trace httptrace.ClientTrace
 }
 
 // traceKey carries a request's traceState to the dialer; net/http dials
@@ -644,7 +647,7 @@ func (t *traceState) stamp(field *time.Duration) {
 }
 
 func (t *traceState) clientTrace() *httptrace.ClientTrace {
-	return &httptrace.ClientTrace{
+	t.trace = httptrace.ClientTrace{
 		DNSStart: func(httptrace.DNSStartInfo) { t.stamp(&t.phases.DNSStart) },
 		DNSDone:  func(httptrace.DNSDoneInfo) { t.stamp(&t.phases.DNSDone) },
 		ConnectDone: func(_, _ string, err error) {
@@ -675,13 +678,18 @@ func (t *traceState) clientTrace() *httptrace.ClientTrace {
 		},
 		GotFirstResponseByte: func() { t.stamp(&t.phases.FirstByte) },
 	}
+	return &t.trace
 }
 
 var (
 	canonicalAuditID = http.CanonicalHeaderKey(AuditIDHeader)
 	canonicalOptIn   = http.CanonicalHeaderKey(DisruptionOptInHeader)
-	acceptJSON       = []string{"application/json"}
-	optInTrue        = []string{"true"}
+	// canonicalDisruption is DisruptionHeader as net/http stores it
+	// ("X-Openshift-Disruption"): looked up directly, it is not
+	// canonicalised again on every response.
+	canonicalDisruption = http.CanonicalHeaderKey(DisruptionHeader)
+	acceptJSON          = []string{"application/json"}
+	optInTrue           = []string{"true"}
 )
 
 // errorBodyLimit bounds how much of a non-success body is kept to describe it.
@@ -724,7 +732,7 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 		h["Authorization"] = pl.auth
 	}
 	req.Header = h
-	resp, err := pl.client.Do(req)
+	resp, err := roundTrip(pl.client.Transport, req)
 	if err != nil {
 		ts.mu.Lock()
 		ts.frozen = true
@@ -735,7 +743,8 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 		status = resp.StatusCode
 		s.StatusCode = status
 		s.Protocol = resp.Proto
-		if h := resp.Header.Get(DisruptionHeader); h != "" {
+		if v := resp.Header[canonicalDisruption]; len(v) > 0 && v[0] != "" {
+			h := v[0]
 			s.DisruptionHeader = SanitizeErrorText(h)
 			d := ParseDisruptionHeader(h)
 			s.ServedBy, s.ServerShutdown, s.ShutdownElapsed = d.Host, d.Shutdown, d.Elapsed
@@ -791,6 +800,25 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 		s.LocalAddr, s.RemoteAddr = opErrorAddrs(err, s.RemoteAddr)
 	}
 	return s
+}
+
+// roundTrip sends req straight to rt, as http.Client.Do would with the
+// prober's client (no redirects followed, no Client.Timeout), without
+// Client.Do's per-request copy of the headers for redirects: the prober
+// never follows one. Errors are wrapped in *url.Error as Client.Do wraps
+// them, so error texts read the same ("Get \"https://...\": cause").
+func roundTrip(rt http.RoundTripper, req *http.Request) (*http.Response, error) {
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		return nil, &url.Error{Op: "Get", URL: req.URL.String(), Err: err}
+	}
+	if resp == nil {
+		return nil, &url.Error{Op: "Get", URL: req.URL.String(), Err: fmt.Errorf("http: RoundTripper implementation (%T) returned a nil *Response with a nil error", rt)}
+	}
+	return resp, nil
 }
 
 // opErrorAddrs returns the local and remote addresses of the socket
