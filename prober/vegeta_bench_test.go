@@ -31,7 +31,7 @@ import (
 )
 
 var (
-	vsVegetaDuration = flag.Duration("vs-vegeta-duration", 10*time.Second, "time each tool runs in BenchmarkVsVegeta, over all its turns")
+	vsVegetaDuration = flag.Duration("vs-vegeta-duration", 20*time.Second, "time each tool runs in BenchmarkVsVegeta, over all its turns")
 	vsVegetaRounds   = flag.Int("vs-vegeta-rounds", 4, "turns each tool takes in BenchmarkVsVegeta, in ABBA order; -vs-vegeta-duration is shared among them")
 	vsVegetaStagger  = flag.Bool("vs-vegeta-stagger", true, "start vegeta's reused-connection attack half a tick after its new-connection one, so that both tools send requests at the same instants")
 	vsVegetaOnly     = flag.String("vs-vegeta-only", "", `run only one side of BenchmarkVsVegeta ("repro" or "vegeta"), for profiling`)
