@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,9 +33,10 @@ import (
 
 var (
 	vsVegetaDuration = flag.Duration("vs-vegeta-duration", 20*time.Second, "time each tool runs in BenchmarkVsVegeta, over all its turns")
-	vsVegetaRounds   = flag.Int("vs-vegeta-rounds", 4, "turns each tool takes in BenchmarkVsVegeta, in ABBA order; -vs-vegeta-duration is shared among them")
+	vsVegetaRounds   = flag.Int("vs-vegeta-rounds", 20, "turns each tool takes in BenchmarkVsVegeta, in ABBA order; -vs-vegeta-duration is shared among them")
 	vsVegetaStagger  = flag.Bool("vs-vegeta-stagger", true, "start vegeta's reused-connection attack half a tick after its new-connection one, so that both tools send requests at the same instants")
 	vsVegetaOnly     = flag.String("vs-vegeta-only", "", `run only one side of BenchmarkVsVegeta ("repro" or "vegeta"), for profiling`)
+	vsVegetaKeep     = flag.String("vs-vegeta-keep", "", "keep repro's samples of BenchmarkVsVegeta in this folder (one samples-<turn>.jsonl per turn) to read their phases")
 )
 
 // benchServerEnv makes the test binary a TLS server (see TestMain): the
@@ -125,25 +127,54 @@ func switches() int64 {
 	return ru.Nvcsw + ru.Nivcsw
 }
 
-// usage is what a process has spent so far: CPU time and heap allocations.
+// stolen is the time the hypervisor has kept this machine's CPUs from
+// running so far (the steal column of /proc/stat, in USER_HZ ticks of
+// 10ms, summed over CPUs); zero where /proc/stat cannot be read. On a
+// shared host it comes in bursts that slow every request of a turn alike.
+func stolen() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	ticks, err := strconv.ParseInt(f[8], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// usage is what a process has spent so far: CPU time, heap allocations and
+// GC cycles, context switches, and the machine's stolen time and wall
+// time, which tell a turn the machine slowed from one the tool did.
 type usage struct {
 	cpu      time.Duration
 	mallocs  uint64
 	bytes    uint64
 	switches int64
+	gcs      uint32
+	steal    time.Duration
+	wall     time.Duration
+	at       time.Time
 }
 
 // spent returns this process's usage so far.
 func spent() usage {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return usage{cpu: cpuTime(), mallocs: ms.Mallocs, bytes: ms.TotalAlloc, switches: switches()}
+	return usage{cpu: cpuTime(), mallocs: ms.Mallocs, bytes: ms.TotalAlloc, switches: switches(),
+		gcs: ms.NumGC, steal: stolen(), at: time.Now()}
 }
 
 // since is the usage from u to now.
 func (u usage) since() usage {
 	now := spent()
-	return usage{cpu: now.cpu - u.cpu, mallocs: now.mallocs - u.mallocs, bytes: now.bytes - u.bytes, switches: now.switches - u.switches}
+	return usage{cpu: now.cpu - u.cpu, mallocs: now.mallocs - u.mallocs, bytes: now.bytes - u.bytes,
+		switches: now.switches - u.switches, gcs: now.gcs - u.gcs, steal: now.steal - u.steal, wall: now.at.Sub(u.at)}
 }
 
 // sideFigures are one tool's latencies per connection type and what it
@@ -178,6 +209,9 @@ func (f *sideFigures) add(g *sideFigures) {
 	f.mallocs += g.mallocs
 	f.bytes += g.bytes
 	f.switches += g.switches
+	f.gcs += g.gcs
+	f.steal += g.steal
+	f.wall += g.wall
 }
 
 func (f *sideFigures) sort() {
@@ -200,8 +234,14 @@ const warm = 0.1
 // tool gets -vs-vegeta-duration in all, cut into -vs-vegeta-rounds turns
 // taken in ABBA order (vegeta, repro, repro, vegeta, ...), so that a
 // machine whose speed drifts during the run (a shared host, a CPU's
-// clock) weighs on both alike. It prints p50 and p99 latency per
-// connection type, CPU, allocations and context switches per request for
+// clock) weighs on both alike. The turns are short (1s by default)
+// because at this rate either tool's p99 is made of brief stalls that are
+// not its own code: a GC cycle every 80-150ms (most of the slowest 1% of
+// new-connection requests overlapped one's end, against 7% of all) and the
+// hypervisor's steal bursts; over four 5s turns they fell unevenly enough
+// to move a run's p99 ratio between 0.86x and 1.69x with the same code.
+// It prints p50 and p99 latency per connection type, CPU, allocations and
+// context switches per request, GC cycles and stolen time per second for
 // both, and repro's ratios to vegeta. Run it with make bench-vs-vegeta.
 func BenchmarkVsVegeta(b *testing.B) {
 	url, ca := startBenchServer(b)
@@ -255,10 +295,11 @@ func BenchmarkVsVegeta(b *testing.B) {
 				continue
 			}
 			f := side.f
-			b.Logf("%-6s p50 new %6.3f ms  p99 new %6.3f ms  p50 reused %6.3f ms  p99 reused %6.3f ms  CPU %.3f ms/req  %d allocs/req %.1f KB/req %.1f switches/req  (%d requests, %d failed)",
+			b.Logf("%-6s p50 new %6.3f ms  p99 new %6.3f ms  p50 reused %6.3f ms  p99 reused %6.3f ms  CPU %.3f ms/req  %d allocs/req %.1f KB/req %.1f switches/req  GC %.1f/s  steal %.0f ms/s  (%d requests, %d failed)",
 				side.name, ms(f.pct(results.NewConnections, .5)), ms(f.pct(results.NewConnections, .99)),
 				ms(f.pct(results.ReusedConnections, .5)), ms(f.pct(results.ReusedConnections, .99)),
-				ms(f.cpu)/float64(f.n), f.mallocs/uint64(f.n), float64(f.bytes)/1024/float64(f.n), float64(f.switches)/float64(f.n), f.n, f.failed)
+				ms(f.cpu)/float64(f.n), f.mallocs/uint64(f.n), float64(f.bytes)/1024/float64(f.n), float64(f.switches)/float64(f.n),
+				float64(f.gcs)/f.wall.Seconds(), ms(f.steal)/f.wall.Seconds(), f.n, f.failed)
 			if f.failed > 0 {
 				b.Errorf("%s: %d of %d requests failed against a healthy server", side.name, f.failed, f.n)
 			}
@@ -328,6 +369,9 @@ func runVegeta(b *testing.B, url string, ca []byte, backends []prober.Backend, d
 	return f
 }
 
+// reproTurns numbers runRepro's turns, naming the files -vs-vegeta-keep keeps.
+var reproTurns int
+
 func runRepro(b *testing.B, url string, ca []byte, backends []prober.Backend, d time.Duration) *sideFigures {
 	rc := &rest.Config{Host: url, BearerToken: "bench-token", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
 	p, err := prober.New(rc, prober.WithBackends(backends...), prober.WithInterval(10*time.Millisecond),
@@ -336,7 +380,15 @@ func runRepro(b *testing.B, url string, ca []byte, backends []prober.Backend, d 
 		b.Fatal(err)
 	}
 	defer p.Close()
-	w, err := results.CreateJSONL(filepath.Join(b.TempDir(), results.SamplesFile))
+	dir := b.TempDir()
+	if *vsVegetaKeep != "" {
+		dir = *vsVegetaKeep
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reproTurns++
+	w, err := results.CreateJSONL(filepath.Join(dir, fmt.Sprintf("samples-%d.jsonl", reproTurns)))
 	if err != nil {
 		b.Fatal(err)
 	}
