@@ -135,7 +135,17 @@ type Target struct {
 // credentials and CA of the rest.Config apply to every target.
 func WithTargets(t ...Target) Option { return func(c *config) { c.targets = t } }
 
-// WithBufferSize sets the capacity of the channel Run returns (default 4096).
+// DefaultBufferSize is the default capacity of the channel Run returns.
+// It is small on purpose: the buffer is one object of Samples with
+// pointers (336 bytes each) that every GC cycle scans whole, full or
+// empty, and a request whose send waits for the reader has already taken
+// its timing, so a wait changes nothing measured. 4096 slots (1.4 MB) made
+// a third more GC cycles and GC CPU at 600 requests/s than 256 do.
+const DefaultBufferSize = 256
+
+// WithBufferSize sets the capacity of the channel Run returns (default
+// DefaultBufferSize). When it is full, finished requests wait to hand
+// over their samples; nothing is lost.
 func WithBufferSize(n int) Option { return func(c *config) { c.bufferSize = n } }
 
 // Prober polls a set of backends over new and reused connections.
@@ -180,7 +190,7 @@ func New(rc *rest.Config, opts ...Option) (*Prober, error) {
 		connTypes:    results.ConnectionTypes,
 		log:          zap.NewNop(),
 		userAgent:    defaultUserAgent(),
-		bufferSize:   4096,
+		bufferSize:   DefaultBufferSize,
 	}
 	for _, o := range opts {
 		o(&c)
@@ -193,6 +203,9 @@ func New(rc *rest.Config, opts ...Option) (*Prober, error) {
 	}
 	if c.duration < 0 {
 		return nil, fmt.Errorf("duration must not be negative, got %v", c.duration)
+	}
+	if c.bufferSize < 0 {
+		return nil, fmt.Errorf("buffer size must not be negative, got %d", c.bufferSize)
 	}
 	if len(c.backends) == 0 {
 		b, err := LookupBackends(DefaultBackendNames)

@@ -493,3 +493,56 @@ func TestSanitizeErrorText(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowReaderLosesNothing reads Run's channel, unbuffered here, with a
+// reader that stalls for longer than the run: every tick is still a sample
+// or a counted skip, and the stall is not in any sample's duration (a
+// request's timing is taken before it hands its sample over). The
+// tolerance is the stall itself: a local request takes milliseconds, so a
+// duration near the stall could only be the wait.
+func TestSlowReaderLosesNothing(t *testing.T) {
+	ts := newTestServer(t, false)
+	p, err := prober.New(ts.restConfig(),
+		prober.WithBackends(kubeAPI(t)...),
+		prober.WithInterval(20*time.Millisecond),
+		prober.WithProbeTimeout(2*time.Second),
+		prober.WithDuration(400*time.Millisecond),
+		prober.WithBufferSize(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const stall = 600 * time.Millisecond
+	ch := p.Run(context.Background())
+	time.Sleep(stall)
+	got := collect(ch)
+	skipped := map[string]int64{}
+	for _, st := range p.Stats() {
+		skipped[st.Name] = st.SkippedTicks
+	}
+	for name, ss := range got {
+		if int64(len(ss))+skipped[name] != 20 || skipped[name] > 10 {
+			t.Errorf("%s: want 20 ticks, got %d samples + %d skipped", name, len(ss), skipped[name])
+		}
+		for _, s := range ss {
+			if !s.OK() {
+				t.Errorf("%s seq %d: %s %s", name, s.Seq, s.ErrorClass, s.Error)
+			}
+			if s.Duration >= stall/2 {
+				t.Errorf("%s seq %d: duration %v holds the reader's %v stall", name, s.Seq, s.Duration, stall)
+			}
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("want 2 pollers, got %v", keys(got))
+	}
+}
+
+// TestNegativeBufferSizeIsAnError checks the option is validated, not
+// handed to make.
+func TestNegativeBufferSizeIsAnError(t *testing.T) {
+	_, err := prober.New(&rest.Config{Host: "https://127.0.0.1:6443"}, prober.WithBufferSize(-1))
+	if err == nil || !strings.Contains(err.Error(), "buffer size") {
+		t.Fatalf("want a buffer size error, got %v", err)
+	}
+}
