@@ -420,7 +420,8 @@ func runRepro(b *testing.B, url string, ca []byte, backends []prober.Backend, d 
 // BenchmarkPollerCPU measures the prober's CPU at the default 10 Hz with
 // the three legacy backends (6 pollers) and with the default backends,
 // cache-* included (12 pollers), against the local TLS server in another
-// process: CPU per second of probing (a share of one core) and per request.
+// process: CPU per second of probing (a share of one core) and per request,
+// GC cycles per second and bytes allocated per request.
 func BenchmarkPollerCPU(b *testing.B) {
 	url, ca := startBenchServer(b)
 	rc := &rest.Config{Host: url, BearerToken: "bench-token", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
@@ -436,7 +437,7 @@ func BenchmarkPollerCPU(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				cpu0 := cpuTime()
+				u0 := spent()
 				n := 0
 				for s := range p.Run(context.Background()) {
 					n++
@@ -444,10 +445,12 @@ func BenchmarkPollerCPU(b *testing.B) {
 						b.Errorf("%s: %s", s.Name(), s.Error)
 					}
 				}
-				cpu := cpuTime() - cpu0
+				u := u0.since()
 				p.Close()
-				b.ReportMetric(100*cpu.Seconds()/d.Seconds(), "%-of-a-core")
-				b.ReportMetric(ms(cpu)/float64(n), "ms-cpu/req")
+				b.ReportMetric(100*u.cpu.Seconds()/d.Seconds(), "%-of-a-core")
+				b.ReportMetric(ms(u.cpu)/float64(n), "ms-cpu/req")
+				b.ReportMetric(float64(u.gcs)/u.wall.Seconds(), "gc/s")
+				b.ReportMetric(float64(u.bytes)/1024/float64(n), "KB/req")
 			}
 		})
 	}
