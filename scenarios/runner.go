@@ -176,7 +176,10 @@ func (r *runner) iteration(ctx context.Context, n int) error {
 		}
 		return err
 	}
-	r.cfg.Log.Info("rollout complete", zap.Int("iteration", n), zap.String("status", st.String()), zap.Duration("took", time.Since(since).Round(time.Millisecond)))
+	// Follow returns once convergence has held for the settle time, so
+	// "took" counts it; the summary's "completed in" stops at convergence.
+	r.cfg.Log.Info("rollout complete", zap.Int("iteration", n), zap.String("status", st.String()),
+		zap.Duration("took", time.Since(since).Round(time.Millisecond)), zap.Duration("includingSettle", r.cfg.Timings.Settle))
 	r.phase(results.PhaseCoolDown, n)
 	return sleep(ctx, r.cfg.Timings.CoolDown)
 }
