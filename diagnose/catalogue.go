@@ -22,6 +22,12 @@ type Mechanism struct {
 	Source string `json:"source"`
 	// RuledOutBy says what evidence would rule it out.
 	RuledOutBy string `json:"ruledOutBy"`
+	// Baseline marks the mechanism of no disruption (healthy): when it
+	// holds, the failures are single requests it allows, and it ranks
+	// first on its own; another mechanism's shares over a few single
+	// failures (one 503 is "100% answered on aggregated pollers") are
+	// no evidence of a gap.
+	Baseline bool `json:"baseline,omitempty"`
 }
 
 // Short names of error-class groups used by the fingerprints.
@@ -50,7 +56,7 @@ const (
 // effects (net/http's retries, a successor answering 503).
 var catalogue = []Mechanism{
 	{
-		Name: "healthy", Profile: true,
+		Name: "healthy", Profile: true, Baseline: true,
 		Summary:     "The shipped configuration: a 129 s shutdown delay against 20 s of LB detection, restarted apiservers held out until ready, so a rollout costs no request, or single ones (a 429 at a listener's close, a reset by the NLB's connection termination).",
 		Fingerprint: []Check{noFailures()},
 		Timing:      "No disruption at any time of the rollout, whatever its length.",

@@ -55,6 +55,7 @@ type Assessment struct {
 	missingAll []string
 	passed     int
 	failed     int
+	baseline   bool
 }
 
 // Result is the diagnosis of one folder.
@@ -149,6 +150,7 @@ func Assess(fig *Figures) *Result {
 		default:
 			a.Verdict = Consistent
 		}
+		a.baseline = m.Baseline
 		r.Mechanisms = append(r.Mechanisms, a)
 	}
 	order := map[string]int{Consistent: 0, NotTestable: 1, Inconsistent: 2}
@@ -156,6 +158,9 @@ func Assess(fig *Figures) *Result {
 		a, b := r.Mechanisms[i], r.Mechanisms[j]
 		if order[a.Verdict] != order[b.Verdict] {
 			return order[a.Verdict] < order[b.Verdict]
+		}
+		if a.Verdict == Consistent && a.baseline != b.baseline {
+			return a.baseline
 		}
 		if a.failed != b.failed {
 			return a.failed < b.failed
@@ -172,12 +177,13 @@ func Assess(fig *Figures) *Result {
 		a := &r.Mechanisms[i]
 		a.Rank = i + 1
 		if i > 0 {
-			if b := r.Mechanisms[i-1]; b.Verdict == a.Verdict && b.failed == a.failed && b.passed == a.passed {
+			if b := r.Mechanisms[i-1]; b.Verdict == a.Verdict && b.failed == a.failed && b.passed == a.passed && b.baseline == a.baseline {
 				a.Rank = b.Rank
 			}
 		}
 	}
-	if fig.Failures > 0 {
+	// A baseline that holds leaves no gap to tell mechanisms apart by.
+	if fig.Failures > 0 && !(r.Mechanisms[0].baseline && r.Mechanisms[0].Verdict == Consistent) {
 		for _, a := range r.Mechanisms {
 			if a.Verdict == Inconsistent {
 				continue

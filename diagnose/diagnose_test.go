@@ -364,3 +364,32 @@ func TestRebuildCarriesTheDiagnosis(t *testing.T) {
 		t.Fatal("report.html has no diagnosis section")
 	}
 }
+
+// One 503 on an aggregated poller, as a freshly started apiserver can
+// answer once in a healthy rollout (seen in a lab sweep on CI): the
+// aggregator's checks hold on it (1 of 1 failures aggregated and
+// answered), but one request is no gap. healthy ranks first on its own
+// and nothing is called indistinct; with a gap's worth of the same 503s
+// (TestAggregatedOnly) the aggregator is first.
+func TestSingleFailureIsHealthyFirst(t *testing.T) {
+	dir := synthFolder(t, results.BackendOrder, func(b string, c results.ConnectionType, seq uint64) (results.ErrorClass, int) {
+		if b == "cache-oauth-api" && c == results.NewConnections && seq == 60 {
+			return results.ClassHTTP5xx, 503
+		}
+		return results.ClassNone, 200
+	})
+	r, err := Diagnose(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first := r.RankedFirst(); !slices.Equal(first, []string{"healthy"}) || r.Mechanisms[0].Verdict != Consistent {
+		logResult(t, r)
+		t.Fatalf("ranked first %v (%s), want healthy alone, consistent", first, r.Mechanisms[0].Verdict)
+	}
+	if a := assessment(t, r, "aggregator"); a.Verdict != Consistent || a.Rank == 1 {
+		t.Errorf("aggregator %s at rank %d, want consistent below healthy", a.Verdict, a.Rank)
+	}
+	if len(r.Indistinct) != 0 {
+		t.Errorf("indistinct %v, want none: there is no gap to explain", r.Indistinct)
+	}
+}
