@@ -23,10 +23,10 @@ type Mechanism struct {
 	// RuledOutBy says what evidence would rule it out.
 	RuledOutBy string `json:"ruledOutBy"`
 	// Baseline marks the mechanism of no disruption (healthy): when it
-	// holds, the failures are single requests it allows, and it ranks
-	// first on its own; another mechanism's shares over a few single
-	// failures (one 503 is "100% answered on aggregated pollers") are
-	// no evidence of a gap.
+	// holds and every failure was a single request (no two in a row on a
+	// poller), it ranks first on its own; another mechanism's shares over
+	// a few single failures (one 503 is "100% answered on aggregated
+	// pollers") are no evidence of a gap.
 	Baseline bool `json:"baseline,omitempty"`
 }
 

@@ -150,7 +150,10 @@ func Assess(fig *Figures) *Result {
 		default:
 			a.Verdict = Consistent
 		}
-		a.baseline = m.Baseline
+		// The baseline goes first only over single failures: a run of
+		// consecutive ones on a poller is a gap, however short, for the
+		// other mechanisms to explain.
+		a.baseline = m.Baseline && fig.LongestRun <= 1
 		r.Mechanisms = append(r.Mechanisms, a)
 	}
 	order := map[string]int{Consistent: 0, NotTestable: 1, Inconsistent: 2}

@@ -393,3 +393,44 @@ func TestSingleFailureIsHealthyFirst(t *testing.T) {
 		t.Errorf("indistinct %v, want none: there is no gap to explain", r.Indistinct)
 	}
 }
+
+// Three 503s in a row on one poller are within healthy's count but are a
+// 0.3 s gap, not single losses: healthy gets no precedence there, and the
+// mechanism with more evidence ranks above it, as before.
+func TestConsecutiveFailuresAreAGap(t *testing.T) {
+	dir := synthFolder(t, results.BackendOrder, func(b string, c results.ConnectionType, seq uint64) (results.ErrorClass, int) {
+		if b == "cache-oauth-api" && c == results.NewConnections && seq >= 60 && seq < 63 {
+			return results.ClassHTTP5xx, 503
+		}
+		return results.ClassNone, 200
+	})
+	r, err := Diagnose(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Figures.LongestRun != 3 {
+		t.Errorf("longest run %d, want 3", r.Figures.LongestRun)
+	}
+	if a := assessment(t, r, "healthy"); a.Verdict != Consistent || a.Rank == 1 {
+		logResult(t, r)
+		t.Errorf("healthy %s at rank %d, want consistent below the aggregator", a.Verdict, a.Rank)
+	}
+	if r.First() != "aggregator" {
+		t.Errorf("first %s, want aggregator", r.First())
+	}
+}
+
+// Intervals of one poller that follow each other (the class changed) are
+// one run; a gap in the sequence ends it.
+func TestLongestRunJoinsIntervalsThatFollowOn(t *testing.T) {
+	ivs := []report.Interval{
+		{Name: "a", FirstSeq: 10, LastSeq: 11, Samples: 2},
+		{Name: "a", FirstSeq: 12, LastSeq: 12, Samples: 1},
+		{Name: "a", FirstSeq: 20, LastSeq: 20, Samples: 1},
+		{Name: "b", FirstSeq: 12, LastSeq: 13, Samples: 2},
+		{Name: "b", FirstSeq: 14, LastSeq: 17, Samples: 4, SamplerOutage: true},
+	}
+	if got := longestRun(ivs); got != 3 {
+		t.Errorf("longest run %d, want 3 (a's 10-12; b's DNS outage is no disruption)", got)
+	}
+}

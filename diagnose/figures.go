@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -98,6 +99,10 @@ type Figures struct {
 	Lab string `json:"lab,omitempty"`
 	// Disrupted is the summed disruption of every poller.
 	Disrupted time.Duration `json:"disruptedNs"`
+	// LongestRun is the most consecutive failed samples of one poller
+	// (intervals of different error classes that follow each other count
+	// as one run): 1 when every failure was a single request.
+	LongestRun int64 `json:"longestRun"`
 }
 
 func (f *Figures) classList() string {
@@ -196,6 +201,7 @@ func Measure(dir string) (*Figures, error) {
 		}
 		fig.Disrupted += p.Disrupted
 	}
+	fig.LongestRun = longestRun(a.Intervals)
 	if err := fig.countUnanswered(f.Path(results.SamplesFile)); err != nil {
 		return nil, err
 	}
@@ -454,4 +460,30 @@ func readAttribution(path string) ([]attributionRecord, error) {
 		out = append(out, r)
 	}
 	return out, sc.Err()
+}
+
+// longestRun is the most consecutive failed samples of one poller: the
+// interval rule starts a new interval when the error class changes, so
+// intervals of one poller whose sequence numbers follow on are one run.
+func longestRun(ivs []report.Interval) int64 {
+	byPoller := map[string][]report.Interval{}
+	for _, iv := range ivs {
+		if iv.Disruption() && iv.Samples > 0 {
+			byPoller[iv.Name] = append(byPoller[iv.Name], iv)
+		}
+	}
+	var longest int64
+	for _, list := range byPoller {
+		sort.Slice(list, func(i, j int) bool { return list[i].FirstSeq < list[j].FirstSeq })
+		var run int64
+		for i, iv := range list {
+			if i > 0 && iv.FirstSeq == list[i-1].LastSeq+1 {
+				run += int64(iv.Samples)
+			} else {
+				run = int64(iv.Samples)
+			}
+			longest = max(longest, run)
+		}
+	}
+	return longest
 }
