@@ -408,6 +408,7 @@ func (k *kernel) terminate(name string) (destroyed, marked int) {
 		if !k.noDestroy.Load() {
 			err := destroySocket(ap, client)
 			if err == nil || socketGone(err) {
+				k.forget(f)
 				destroyed++
 				continue
 			}
@@ -427,6 +428,22 @@ func (k *kernel) terminate(name string) (destroyed, marked int) {
 		marked++
 	}
 	return destroyed, marked
+}
+
+// forget deletes a terminated flow's conntrack entry, as an NLB forgets a
+// flow it terminated. Left alone, conntrack keeps the reset flow for ten
+// seconds (nf_conntrack_tcp_timeout_close), and a SYN on it from the
+// client's side passes on the old entry, to the old target, unrecorded:
+// the kernel reopens a closed entry only when the client side closed or
+// reset it (tcp_packet in net/netfilter/nf_conntrack_proto_tcp.c), and
+// here the target's side sent the reset. The reset itself was translated
+// on the way out, before the abort returned. The flow's record keeps the
+// LB's verdict: the reset's update event comes before the deletion's.
+func (k *kernel) forget(f conntrack.Flow) {
+	err := k.ctq.Delete(conntrack.Flow{TupleOrig: f.TupleOrig, TupleReply: f.TupleReply})
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		k.l.log.Warn("kernel load balancer: forgetting a terminated flow failed; a client reusing its port may reach the old target", zap.Error(err))
+	}
 }
 
 func (k *kernel) ours(f conntrack.Flow) bool {

@@ -154,6 +154,72 @@ func TestKernelConnectionTermination(t *testing.T) {
 	}
 }
 
+// TestKernelTerminatedFlowIsForgotten: a client that opens a new connection
+// from the port of a flow the LB terminated is routed afresh, to a healthy
+// target, as by an NLB that forgot the flow. conntrack keeps a reset flow
+// for ten seconds, and a SYN on it from the client's side passes on the old
+// entry's NAT (the kernel reopens only flows the client side itself closed
+// or reset): seen in a lab run, a new connection from a reused port went to
+// the apiserver whose flows the LB had reset 5 s before, and was never
+// recorded.
+func TestKernelTerminatedFlowIsForgotten(t *testing.T) {
+	backs := []*tcpBackend{newTCPBackend(t, "a"), newTCPBackend(t, "b")}
+	l := startKernel(t, Faults{ResetOnUnhealthy: true}, 40*time.Millisecond, backs...)
+	// Client ports below the kernel's ephemeral range (32768 up), so that
+	// no other connection holds the port when it is used again; the LB
+	// hashes the client's port, so one of them lands on b.
+	dialFrom := func(port int) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}, Timeout: time.Second}
+		return d.Dial("tcp", l.Addr())
+	}
+	var onB net.Conn
+	port := 0
+	for p := 20000; p < 20100 && onB == nil; p++ {
+		c, err := dialFrom(p)
+		if err != nil {
+			continue
+		}
+		if got, _ := ask(c, time.Second); got == "b" {
+			onB, port = c, p
+			continue
+		}
+		// Aborted, not closed: no TIME_WAIT left on the port.
+		_ = c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+	}
+	if onB == nil {
+		t.Fatal("none of client ports 20000-20099 was routed to b")
+	}
+	local := onB.LocalAddr().String()
+	backs[1].ln.Close()
+	waitFor(t, "b unhealthy", func() bool { return unhealthy(l, "b") })
+	_ = onB.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := onB.Read(make([]byte, 16)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("reading the terminated flow: %v, want a connection reset", err)
+	}
+	onB.Close()
+	// The LB forgets the flow right after its reset: conntrack's deletion
+	// event carries the flow's byte counts into its record. Without the
+	// deletion that comes only when the entry expires, ten seconds later.
+	waitFor(t, "the LB to forget the terminated flow", func() bool {
+		recs := l.ConnectionsFrom(local)
+		return len(recs) == 1 && recs[0].ClosedBy == "reset" && recs[0].BytesUp > 0
+	})
+	// The same client port again (a reset leaves no TIME_WAIT to wait out).
+	c, err := dialFrom(port)
+	if err != nil {
+		t.Fatalf("a new connection from %s, the terminated flow's port: %v, want it routed to the healthy a", local, err)
+	}
+	defer c.Close()
+	if got, err := ask(c, time.Second); got != "a" {
+		t.Fatalf("a new connection from %s answered by %q (%v), want a", local, got, err)
+	}
+	waitFor(t, "the new flow's record", func() bool {
+		recs := l.ConnectionsFrom(local)
+		return len(recs) == 2 && recs[1].Target == "a"
+	})
+}
+
 // TestKernelPeerResetIsNotTheLBs: conntrack sees every TCP reset, but only
 // the flows the LB terminated are its verdicts; a client that aborts its
 // own connection (SO_LINGER 0) is recorded as a peer's reset.
