@@ -106,7 +106,7 @@ var catalogue = []Mechanism{
 	{
 		Name: "early-healthy", Profile: true,
 		Summary:     "The LB checks TCP connect instead of /readyz and a restarting apiserver stays registered: it takes traffic before it can answer (503, 429) and after its listener closed (resets).",
-		Fingerprint: []Check{everyBackend(), classes(0.8, answeredEarly...), atLeast(0.2, notReady...), phases(0.6, "terminating", "starting"), sigterm(0.6, false), lbVerdict(0.6, false), servedByRolled(0.6), verdicts(0.6, false, VerdictAnswered)},
+		Fingerprint: []Check{everyBackend(), classes(0.8, answeredEarly...), answeredPerNode(notReady...), phases(0.6, "terminating", "starting"), sigterm(0.6, false), lbVerdict(0.6, false), servedByRolled(0.6), verdicts(0.6, false, VerdictAnswered)},
 		Timing:      "At each restarted node's start (starting phase, just before ready); length = the new apiserver's warm-up, independent of the shutdown delay.",
 		Source:      "AWS Elastic Load Balancing docs, target group health checks (TCP default); k8s.io/apiserver pkg/server/healthz (a fresh kube-apiserver answers 503 until /readyz is 200)",
 		RuledOutBy:  "No 503/429 answers, or failures while no apiserver is starting.",
