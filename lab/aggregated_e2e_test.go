@@ -274,14 +274,23 @@ func checkAggregatedRollout(t *testing.T, l *lab.Lab) {
 				var tl tally
 				for ctx.Err() == nil {
 					resp, err := hc.Get(l.URL() + path)
+					var body []byte
 					if err == nil {
+						body, _ = io.ReadAll(io.LimitReader(resp.Body, 2048))
 						io.Copy(io.Discard, resp.Body)
 						resp.Body.Close()
 					}
 					if err != nil || resp.StatusCode != 200 {
 						tl.failed++
+						// The answer's status, body and audit ID say which
+						// server refused it and why (a 403 after a restart
+						// was seen once with only the struct printed).
+						what := fmt.Sprint(err)
+						if err == nil {
+							what = fmt.Sprintf("%s (Audit-ID %s): %s", resp.Status, resp.Header.Get("Audit-Id"), body)
+						}
 						select {
-						case firstErr <- fmt.Sprintf("%s: %v %v", path, err, resp):
+						case firstErr <- fmt.Sprintf("%s %s at %s", path, what, time.Now().UTC().Format("15:04:05.000")):
 						default:
 						}
 					} else {
