@@ -99,8 +99,6 @@ func silentHandshakes(min float64) Check {
 	return c
 }
 
-// atLeast asks for a minimum share of some classes among the failures,
-// beside a wider classes check.
 // answeredPerNode asks for failures answered with cs (503, 429) at least
 // once per rolled node: a mechanism that sends traffic to every restarted
 // apiserver before it is ready makes each of them answer some. A count,

@@ -150,10 +150,10 @@ func Assess(fig *Figures) *Result {
 		default:
 			a.Verdict = Consistent
 		}
-		// The baseline goes first only over single failures: a run of
-		// consecutive ones on a poller is a gap, however short, for the
-		// other mechanisms to explain.
-		a.baseline = m.Baseline && fig.LongestRun <= 1
+		// A baseline that holds goes first, but only over single
+		// failures: a run of consecutive ones on a poller is a gap,
+		// however short, for the other mechanisms to explain.
+		a.baseline = m.Baseline && a.Verdict == Consistent && fig.LongestRun <= 1
 		r.Mechanisms = append(r.Mechanisms, a)
 	}
 	order := map[string]int{Consistent: 0, NotTestable: 1, Inconsistent: 2}
@@ -162,7 +162,7 @@ func Assess(fig *Figures) *Result {
 		if order[a.Verdict] != order[b.Verdict] {
 			return order[a.Verdict] < order[b.Verdict]
 		}
-		if a.Verdict == Consistent && a.baseline != b.baseline {
+		if a.baseline != b.baseline {
 			return a.baseline
 		}
 		if a.failed != b.failed {
@@ -186,7 +186,7 @@ func Assess(fig *Figures) *Result {
 		}
 	}
 	// A baseline that holds leaves no gap to tell mechanisms apart by.
-	if fig.Failures > 0 && !(r.Mechanisms[0].baseline && r.Mechanisms[0].Verdict == Consistent) {
+	if fig.Failures > 0 && !r.Mechanisms[0].baseline {
 		for _, a := range r.Mechanisms {
 			if a.Verdict == Inconsistent {
 				continue
