@@ -236,7 +236,7 @@ const warm = 0.1
 // machine whose speed drifts during the run (a shared host, a CPU's
 // clock) weighs on both alike. The turns are short (1s by default)
 // because at this rate either tool's p99 is made of brief stalls that are
-// not its own code: a GC cycle every 80-150ms (most of the slowest 1% of
+// not its own code: a GC cycle every 75-100ms (most of the slowest 1% of
 // new-connection requests overlapped one's end, against 7% of all) and the
 // hypervisor's steal bursts; over four 5s turns they fell unevenly enough
 // to move a run's p99 ratio between 0.86x and 1.69x with the same code.
