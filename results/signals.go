@@ -1,0 +1,84 @@
+package results
+
+import "time"
+
+// SignalsFile holds server-side evidence for a run, one Signal per line: the
+// servers' own metrics (scraped during a run or queried from monitoring after
+// it), the load balancer's view, or the signals origin recorded beside a CI
+// run's disruptions. One schema, so that one diagnose check reads any source.
+const SignalsFile = "signals.jsonl"
+
+// SignalKind names what a Signal measures, whatever its source.
+type SignalKind string
+
+// Signal kinds. Units are fixed per kind (see each).
+const (
+	// SignalAPIServerLatency: an apiserver instance's request latency,
+	// seconds (Labels["verb"], Labels["quantile"], e.g. "0.99").
+	SignalAPIServerLatency SignalKind = "apiserver-request-latency"
+	// SignalAPIServerInflight: requests in flight on an instance, count
+	// (Labels["request_kind"]: mutating or readOnly).
+	SignalAPIServerInflight SignalKind = "apiserver-inflight-requests"
+	// SignalAPFQueued: requests waiting in priority-and-fairness queues, count.
+	SignalAPFQueued SignalKind = "apf-queued-requests"
+	// SignalAPFRejected: requests priority-and-fairness rejected, per second.
+	SignalAPFRejected SignalKind = "apf-rejected-requests"
+	// SignalWatchTerminated: watches the apiserver terminated, per second.
+	SignalWatchTerminated SignalKind = "apiserver-terminated-watches"
+	// SignalEtcdRequestLatency: etcd request latency as an apiserver sees it,
+	// seconds.
+	SignalEtcdRequestLatency SignalKind = "etcd-request-latency"
+	// SignalEtcdWALFsync: etcd's WAL fsync duration, seconds.
+	SignalEtcdWALFsync SignalKind = "etcd-wal-fsync"
+	// SignalEtcdBackendCommit: etcd's backend commit duration, seconds.
+	SignalEtcdBackendCommit SignalKind = "etcd-backend-commit"
+	// SignalEtcdLeaderChange: an etcd leader change, count.
+	SignalEtcdLeaderChange SignalKind = "etcd-leader-change"
+	// SignalEtcdSlowApply: etcd logged "apply request took too long",
+	// seconds (the apply's duration when known).
+	SignalEtcdSlowApply SignalKind = "etcd-slow-apply"
+	// SignalNodeCPU: a node's busy CPU, ratio 0..1.
+	SignalNodeCPU SignalKind = "node-cpu"
+	// SignalAlert: a firing alert (Labels["alertname"], Labels["severity"]).
+	SignalAlert SignalKind = "alert"
+	// SignalOVSStall: ovs-vswitchd logged a stall ("Unreasonably long ...
+	// poll interval"), seconds.
+	SignalOVSStall SignalKind = "ovs-vswitchd-stall"
+	// SignalNodeState: a node or machine changed state (Message says how).
+	SignalNodeState SignalKind = "node-state"
+	// SignalOperatorState: a cluster operator was progressing, degraded or
+	// unavailable (Labels["operator"], Labels["condition"]).
+	SignalOperatorState SignalKind = "operator-state"
+	// SignalE2ETest: an e2e test that ran in the window (Labels["result"]).
+	SignalE2ETest SignalKind = "e2e-test"
+	// SignalLBTargetHealth: the load balancer's view of one target
+	// (Instance the target, Labels["state"], Labels["reason"]).
+	SignalLBTargetHealth SignalKind = "lb-target-health"
+	// SignalMeasuringUnreliable: a window in which the measuring side itself
+	// failed (a failed network-liveness canary in CI, the control poller's
+	// failures or stall in a repro run); failures inside it are discounted.
+	SignalMeasuringUnreliable SignalKind = "measuring-side-unreliable"
+)
+
+// Signal is one observation of a server-side quantity: a point (To zero) or
+// an interval.
+type Signal struct {
+	Kind SignalKind `json:"kind"`
+	// Source says where it came from: "scrape" (repro's own scrape of a
+	// server's /metrics), "prometheus" (the cluster's or the lab's
+	// monitoring), "aws-elbv2", "lab-lb", "ci:<origin interval source>".
+	Source string `json:"source"`
+	// Instance is the apiserver instance, etcd member, node or target.
+	Instance string `json:"instance,omitempty"`
+	// Labels qualify the kind (verb, alertname, state...).
+	Labels map[string]string `json:"labels,omitempty"`
+	// At is the point's time, or the interval's start.
+	At time.Time `json:"at"`
+	// To is the interval's end; zero for a point.
+	To time.Time `json:"to,omitempty"`
+	// Value is in the kind's unit.
+	Value float64 `json:"value"`
+	// Message is the source's own words, when it has some (capped by the
+	// writer).
+	Message string `json:"message,omitempty"`
+}
