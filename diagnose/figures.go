@@ -150,17 +150,15 @@ func Measure(dir string) (*Figures, error) {
 		if d, err := time.ParseDuration(fmt.Sprint(run.Settings["probeTimeout"])); err == nil && d > 0 {
 			fig.HeaderTimeout = d * 4 / 5
 		}
-		if l, ok := run.Extra["lab"].(map[string]any); ok {
+		if l := run.Lab(); l != nil {
 			fig.Lab = "healthy"
-			if p, ok := l["profile"].(string); ok && p != "" {
-				fig.Lab = p
+			if l.Profile != "" {
+				fig.Lab = l.Profile
 			}
-			if k, ok := l["knobs"].(map[string]any); ok {
-				iv, err1 := time.ParseDuration(fmt.Sprint(k["lb-health-interval"]))
-				n, err2 := strconv.Atoi(fmt.Sprint(k["lb-unhealthy-threshold"]))
-				if err1 == nil && err2 == nil && iv > 0 {
-					fig.Detection, fig.DetectionFrom = iv*time.Duration(n+1), fmt.Sprintf("the lab's health check, %s x %d", iv, n)
-				}
+			iv, ok1 := l.KnobDuration("lb-health-interval")
+			n, ok2 := l.KnobInt("lb-unhealthy-threshold")
+			if ok1 && ok2 && iv > 0 {
+				fig.Detection, fig.DetectionFrom = iv*time.Duration(n+1), fmt.Sprintf("the lab's health check, %s x %d", iv, n)
 			}
 		}
 	}
