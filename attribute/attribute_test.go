@@ -250,7 +250,7 @@ func TestCorrelateVerdicts(t *testing.T) {
 	}
 
 	// Written out and read back, one line per failed sample.
-	path := filepath.Join(t.TempDir(), attribute.FileName)
+	path := filepath.Join(t.TempDir(), results.AttributionFile)
 	if err := attribute.WriteRecords(path, res.Records); err != nil {
 		t.Fatal(err)
 	}

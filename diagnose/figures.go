@@ -18,10 +18,6 @@ import (
 	"github.com/repro-tools/repro/results"
 )
 
-// AttributionFile is attribution's file in a results folder: one verdict
-// per failed sample (package attribute).
-const AttributionFile = results.AttributionFile
-
 // Figures are what diagnose measures of a results folder, the evidence
 // every fingerprint is compared with.
 type Figures struct {
@@ -224,7 +220,7 @@ func Measure(dir string) (*Figures, error) {
 	// ones included; attribution names only those that logged the request,
 	// so its nodes stand in only where there are no LB records (live).
 	{
-		if _, err := os.Stat(f.Path(report.LBRecordsFile)); err == nil {
+		if _, err := os.Stat(f.Path(results.LBConnectionsFile)); err == nil {
 			for _, p := range ps {
 				for node, n := range parseServedBy(p.ServedBy) {
 					fig.HasServedBy = true
@@ -240,11 +236,11 @@ func Measure(dir string) (*Figures, error) {
 			}
 		}
 	}
-	if err := fig.lbVerdicts(f.Path(report.LBRecordsFile), tl); err != nil {
+	if err := fig.lbVerdicts(f.Path(results.LBConnectionsFile), tl); err != nil {
 		return nil, err
 	}
 	lbServed := fig.HasServedBy
-	recs, err := readAttribution(f.Path(AttributionFile))
+	recs, err := readAttribution(f.Path(results.AttributionFile))
 	if err != nil {
 		return nil, err
 	}
