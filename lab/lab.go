@@ -241,7 +241,6 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	}
 	results := make(chan started, len(l.nodes))
 	for _, n := range l.nodes {
-		n := n
 		l.lb.SetRegistered(n.name, false)
 		go func() { results <- started{n, n.start(ctx, 1)} }()
 	}
@@ -280,7 +279,6 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	// in service.
 	warmErrs := make(chan error, len(l.nodes))
 	for _, n := range l.nodes {
-		n := n
 		go func() { warmErrs <- n.warmUp(ctx) }()
 	}
 	for range l.nodes {
@@ -525,7 +523,6 @@ func (l *Lab) Stop() error {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, n := range l.nodes {
-			n := n
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
