@@ -419,7 +419,12 @@ func setVantages(ctx context.Context, s *scenarios.Session, l *lab.Lab, names []
 		if err != nil {
 			return err
 		}
-		if targets, err = vantage.Resolve(ctx, c, s.Target.Config.Host, names); err != nil {
+		// A few reads (Infrastructure, EndpointSlices, Nodes), bounded
+		// together like one of the trigger's calls.
+		rctx, cancel := context.WithTimeout(ctx, trigger.CallTimeout)
+		targets, err = vantage.Resolve(rctx, c, s.Target.Config.Host, names)
+		cancel()
+		if err != nil {
 			return err
 		}
 		s.ExtraPermissions = append(s.ExtraPermissions, trigger.VantagePermissions...)
