@@ -46,7 +46,7 @@ type Result struct {
 	Failures []string
 	// History is set for a --job request; Scanned, Selected, Skipped and
 	// NoData count its triage.
-	History                             *History
+	History                            *History
 	Scanned, Selected, Skipped, NoData int
 	// Triage holds one line per triaged run: its worst apiserver backend
 	// and what triage did with it.
