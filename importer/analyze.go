@@ -23,7 +23,7 @@ const DefaultAtLeast = 4.0
 // CISet selects runs for one side of a comparison.
 type CISet struct {
 	// Name says what the set is ("job periodic-...-4.16-...", "before 2024-07-15").
-	Name  string               `json:"name"`
+	Name  string              `json:"name"`
 	Match func(r *CIRun) bool `json:"-"`
 }
 
