@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/perf/benchmath"
 
+	"github.com/repro-tools/repro/origin"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -221,9 +222,17 @@ feed:
 // analyzeRun reads one run, places and gathers, and lets its intervals go.
 func analyzeRun(r *CIRun, w time.Duration) *CIRunReport {
 	rr := &CIRunReport{Run: r, Seconds: map[string]map[string]float64{}, keys: map[string]bool{}}
-	for _, err := range r.Run.Load() {
-		rr.Errors = append(rr.Errors, err.Error())
+	kept := r.Run.Files[:0]
+	for _, f := range r.Run.Files {
+		ivs, err := origin.ReadFile(f.Path)
+		if err != nil {
+			rr.Errors = append(rr.Errors, err.Error())
+			continue
+		}
+		f.Intervals = needed(ivs)
+		kept = append(kept, f)
 	}
+	r.Run.Files = kept
 	rr.Placements = Place(r.Run)
 	sampled := map[string]bool{}
 	for _, f := range r.Run.Files {
@@ -268,6 +277,31 @@ func analyzeRun(r *CIRun, w time.Duration) *CIRunReport {
 		r.Run.Files[i].Intervals = nil // the run is analysed: let its intervals go
 	}
 	return rr
+}
+
+// evidenceSources are the interval sources the analysis reads beyond
+// disruption and the rollout: the evidence (SignalOf).
+var evidenceSources = map[string]bool{
+	sourceEtcdLog: true, sourceEtcdLeadership: true, sourceEtcdDiskCommit: true, sourceEtcdDiskWalFsync: true,
+	sourceCPUMonitor: true, sourceAlert: true, sourceOVSVswitchdLog: true, sourceNodeMonitor: true, sourceMachineMonitor: true,
+	sourceKubeletLog: true, sourceClusterOperator: true, sourceClusterOpMonitor: true, origin.SourceOperatorState: true,
+	sourceClusterVersion: true, sourceVersionState: true, sourceE2ETest: true, origin.SourceNodeState: true,
+	origin.SourceAPIServerGracefulShutdown: true, origin.SourceDisruption: true,
+}
+
+// needed keeps, in place, the intervals the analysis reads: disruption,
+// the rollout's windows and kube-apiserver events, node updates, the
+// ClusterVersion, and the evidence; a CI run's files are mostly pod
+// events and logs it does not read, which are let go at once.
+func needed(ivs []origin.Interval) []origin.Interval {
+	out := ivs[:0]
+	for _, iv := range ivs {
+		if evidenceSources[iv.Source] || iv.IsDisruption() || isKubeAPIServerEvent(iv) || isClusterVersion(iv) {
+			out = append(out, iv)
+		}
+	}
+	// a copy of exact size, so the file's whole array goes with the rest
+	return append(make([]origin.Interval, 0, len(out)), out...)
 }
 
 // pairClean pairs each disrupted run with the clean run of the same job
