@@ -81,7 +81,7 @@ func writeTimeline(path string, n int, size int64, t0 time.Time, disruptSecs int
 			loc := origin.Backend{Name: b + "-new-connections", Connection: "new", Instance: "openshift-tests"}.Locator()
 			it = benchItem{Level: "Error", Source: origin.SourceDisruption, Display: true, Locator: loc,
 				Message: origin.NewMessage(origin.ReasonDisruptionBegan, loc.OldLocator()+" stopped responding to GET requests over new connections: "+headers, nil),
-				From: ts(at), To: ts(at.Add(time.Duration(disruptSecs) * time.Second))}
+				From:    ts(at), To: ts(at.Add(time.Duration(disruptSecs) * time.Second))}
 		case i%97 == 0:
 			it = benchItem{Level: "Warning", Source: "EtcdLog", Display: true, Locator: origin.Locator{Type: "Node", Keys: map[string]string{"node": "master-1"}},
 				Message: origin.NewMessage("", "apply request took too long: took 250ms, expected-duration 100ms", nil), From: ts(at), To: ts(at.Add(time.Second))}
@@ -94,7 +94,7 @@ func writeTimeline(path string, n int, size int64, t0 time.Time, disruptSecs int
 		default: // the bulk: pod events and logs the analysis does not read
 			it = benchItem{Level: "Info", Source: "KubeEvent", Locator: origin.Locator{Type: "Pod", Keys: map[string]string{"namespace": "e2e-test-ns-" + strconv.Itoa(i%200), "pod": "pod-" + strconv.Itoa(i), "uid": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"}},
 				Message: origin.NewMessage("Scheduled", "Successfully assigned e2e-test-ns/pod-"+strconv.Itoa(i)+" to ip-10-0-1-23.ec2.internal", map[string]string{"node": "ip-10-0-1-23.ec2.internal"}),
-				From: ts(at), To: ts(at.Add(time.Second))}
+				From:    ts(at), To: ts(at.Add(time.Second))}
 		}
 		if err := emit(it); err != nil {
 			return err
