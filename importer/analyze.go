@@ -224,12 +224,12 @@ func analyzeRun(r *CIRun, w time.Duration) *CIRunReport {
 	rr := &CIRunReport{Run: r, Seconds: map[string]map[string]float64{}, keys: map[string]bool{}}
 	kept := r.Run.Files[:0]
 	for _, f := range r.Run.Files {
-		ivs, err := origin.ReadFile(f.Path)
+		ivs, err := readNeeded(f.Path)
 		if err != nil {
 			rr.Errors = append(rr.Errors, err.Error())
 			continue
 		}
-		f.Intervals = needed(ivs)
+		f.Intervals = ivs
 		kept = append(kept, f)
 	}
 	r.Run.Files = kept
@@ -404,17 +404,18 @@ func rows(rs []*CIRunReport) [][2]string {
 	var out [][2]string
 	for _, pat := range Patterns {
 		bs := map[string]bool{}
+		api := false
 		for _, rr := range rs {
 			for b, s := range rr.Seconds[pat] {
 				if s > 0 {
 					bs[b] = true
+					api = api || kindOf(b) == results.KindAPIServer
 				}
 			}
 		}
-		if len(bs) == 0 {
-			continue
+		if api {
+			out = append(out, [2]string{pat, AnyAPIServer})
 		}
-		out = append(out, [2]string{pat, AnyAPIServer})
 		names := make([]string, 0, len(bs))
 		for b := range bs {
 			names = append(names, b)

@@ -266,3 +266,29 @@ func TestLivenessVerdictAndBackendKinds(t *testing.T) {
 		}
 	}
 }
+
+// readNeeded keeps what origin's own decoder would, in every era's form,
+// and a malformed file is still origin's one line with the position.
+func TestReadNeededMatchesTheDecoder(t *testing.T) {
+	dir := t.TempDir()
+	ivs := append(stallRun(5), kubeEvent("master-0", "ShutdownInitiated", 700),
+		origin.Interval{Level: "Info", Source: origin.SourceKubeEvent, Locator: origin.Locator{Type: "Pod", Keys: map[string]string{"namespace": "e2e-x", "pod": "p"}},
+			Message: origin.NewMessage("Scheduled", "assigned", nil), From: at(5), To: at(6)})
+	for _, f := range []origin.Format{origin.FormatStructured, origin.FormatDual, origin.FormatStrings} {
+		p := writeRun(t, dir, fmt.Sprintf("e2e-timelines_spyglass_%d.json", f), ivs, f)
+		all, err := origin.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := needed(all)
+		got, err := readNeeded(p)
+		if err != nil || len(got) != len(want) || len(want) >= len(all) && f == origin.FormatStructured {
+			t.Errorf("format %d: %d intervals, want %d of %d (%v)", f, len(got), len(want), len(all), err)
+		}
+	}
+	p := filepath.Join(dir, "e2e-timelines_spyglass_bad.json")
+	os.WriteFile(p, []byte("{\"items\": [\n {\"level\": \"Info\",\n"), 0o644)
+	if _, err := readNeeded(p); err == nil || !strings.Contains(err.Error(), "line") || !strings.Contains(err.Error(), p) {
+		t.Errorf("malformed: %v", err)
+	}
+}

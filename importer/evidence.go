@@ -363,7 +363,11 @@ func attach(ws []*DisruptionWindow, s results.Signal, w time.Duration) bool {
 			win.Unreliable = true
 		default:
 			if s.Message != "" {
-				win.Examples = appendCapped(win.Examples, s.At.UTC().Format("15:04:05")+" "+s.Source+" "+s.Instance+": "+s.Message)
+				who := s.Instance
+				if who == "" {
+					who = s.Labels["alertname"]
+				}
+				win.Examples = appendCapped(win.Examples, s.At.UTC().Format("15:04:05")+" "+s.Source+" "+who+": "+s.Message)
 			}
 		}
 	}
