@@ -2,6 +2,7 @@ package importer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -522,4 +523,37 @@ func WriteSignals(dir string, rr *CIRunReport) error {
 		}
 	}
 	return w.Close()
+}
+
+// CIRunFile holds an imported CI run's labels in its results folder.
+const CIRunFile = "ci-run.json"
+
+// WriteCIFolder writes a results folder for one analysed CI run: what
+// WriteFolder writes (the run's files are read again, as the analysis let
+// their intervals go), the evidence as results.SignalsFile, and the run's
+// labels and windows as CIRunFile. The caller then rebuilds the derived
+// files with report.Rebuild, as for any imported folder.
+func WriteCIFolder(dir string, rr *CIRunReport, o OutOptions) error {
+	r := rr.Run.Run
+	files := make([]File, 0, len(r.Files))
+	for _, f := range r.Files {
+		ivs, err := readNeeded(f.Path)
+		if err != nil {
+			return err
+		}
+		f.Intervals = ivs
+		files = append(files, f)
+	}
+	r.Files = files
+	if err := WriteFolder(dir, r, rr.Placements, o); err != nil {
+		return err
+	}
+	if err := WriteSignals(dir, rr); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(rr, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, CIRunFile), append(js, '\n'), 0o644)
 }

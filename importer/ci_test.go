@@ -292,3 +292,33 @@ func TestReadNeededMatchesTheDecoder(t *testing.T) {
 		t.Errorf("malformed: %v", err)
 	}
 }
+
+// An analysed CI run is written as a results folder repro reads: samples
+// of its apiserver backends, its placements, its evidence as
+// signals.jsonl and its labels.
+func TestWriteCIFolder(t *testing.T) {
+	root := t.TempDir()
+	t0 := time.Date(2024, 7, 18, 9, 0, 0, 0, time.UTC)
+	ivs := append(stallRun(5), shutdown("master-1", 880, 950))
+	dir := ciRunFolder(t, root, job417, "1813938460914880512", t0, ivs, stallRun(0), true)
+	r, err := OpenCIRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := AnalyzeCIRuns(context.Background(), []*CIRun{r}, CIOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "out")
+	if err := WriteCIFolder(out, rep.Runs[0], OutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{results.SamplesFile, results.SignalsFile, PlacementsFile, CIRunFile, results.EventsFile} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if p := rep.Runs[0].Windows[1]; p.Pattern != PatternRollout || p.Node != "master-1" {
+		t.Errorf("window %+v", p)
+	}
+}
