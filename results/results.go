@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -57,6 +58,9 @@ const (
 // Folder is an existing results folder.
 type Folder struct {
 	dir string
+	// signals is the folder's one signals.jsonl writer (SignalWriter).
+	sigMu   sync.Mutex
+	signals *JSONLWriter
 }
 
 // DefaultDir returns ./repro-results/<UTC timestamp>-<command>, the folder
