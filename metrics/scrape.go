@@ -46,6 +46,10 @@ const SourceScrape = "scrape"
 // scrape counted as failed.
 const MaxScrapeBytes = 256 << 20
 
+// ScrapeTimeout is the least time one scrape is given: a large cluster's
+// apiserver takes seconds to write its whole /metrics.
+const ScrapeTimeout = 5 * time.Second
+
 // Families are the metric families a scrape keeps; every other line of the
 // exposition is dropped before parsing, which keeps a scrape's memory to
 // these families.
@@ -141,9 +145,14 @@ func (s *Scraper) client(t Target) (*http.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A scrape that takes longer than the interval is late evidence and
-	// would pile up behind the next: its deadline is the interval.
-	return &http.Client{Transport: rt, Timeout: s.Interval}, nil
+	// Scrapes of one target never overlap (the loop waits for each, and the
+	// ticker drops the ticks it missed), so a slow /metrics, itself
+	// evidence, is given a few intervals before it counts as failed.
+	timeout := 5 * s.Interval
+	if timeout < ScrapeTimeout {
+		timeout = ScrapeTimeout
+	}
+	return &http.Client{Transport: rt, Timeout: timeout}, nil
 }
 
 func (s *Scraper) loop(ctx context.Context, t Target, hc *http.Client, emit func(results.Signal)) {
@@ -153,6 +162,10 @@ func (s *Scraper) loop(ctx context.Context, t Target, hc *http.Client, emit func
 	for {
 		at := time.Now()
 		fams, n, err := scrapeOnce(ctx, hc, strings.TrimSuffix(t.URL, "/")+"/metrics")
+		if ctx.Err() != nil {
+			// The run ended mid-scrape: not the server's failure.
+			return
+		}
 		s.mu.Lock()
 		s.stats.Scrapes++
 		s.stats.Bytes += n
@@ -160,9 +173,6 @@ func (s *Scraper) loop(ctx context.Context, t Target, hc *http.Client, emit func
 			s.stats.Failures++
 		}
 		s.mu.Unlock()
-		if ctx.Err() != nil {
-			return
-		}
 		var sigs []results.Signal
 		if err != nil {
 			// A server that does not answer its /metrics is evidence too.
@@ -373,11 +383,15 @@ func (st *state) observe(at time.Time, fams map[string]*dto.MetricFamily) []resu
 }
 
 func addBuckets(h histogram, m *dto.Metric) {
+	inf := false
 	for _, b := range m.GetHistogram().GetBucket() {
 		h[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+		inf = inf || math.IsInf(b.GetUpperBound(), 1)
 	}
-	// The +Inf bucket is implicit in the exposition's count.
-	h[math.Inf(1)] += float64(m.GetHistogram().GetSampleCount())
+	if !inf {
+		// The +Inf bucket is the series' count when not written out.
+		h[math.Inf(1)] += float64(m.GetHistogram().GetSampleCount())
+	}
 }
 
 // deltaQuantile is the q-quantile of the observations between prev and cur
