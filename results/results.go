@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -58,6 +59,9 @@ const (
 // Folder is an existing results folder.
 type Folder struct {
 	dir string
+	// signals is the folder's one signals.jsonl writer (SignalWriter).
+	sigMu   sync.Mutex
+	signals *JSONLWriter
 }
 
 // DefaultDir returns ./repro-results/<UTC timestamp>-<command>, the folder

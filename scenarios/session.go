@@ -93,6 +93,9 @@ type Session struct {
 	// BeforeFinish, if set, may add to run.json after the pollers stopped
 	// and before it is written for the last time.
 	BeforeFinish func(*results.Run)
+	// DuringRun, if set, starts beside the pollers once the checks passed
+	// (the metrics scraper); the function it returns stops it when they stop.
+	DuringRun func(ctx context.Context) (stop func())
 }
 
 // ErrDeclined is returned when the user answers no to the confirmation.
@@ -406,7 +409,12 @@ func (s *Session) Run(ctx context.Context, folder *results.Folder) (*results.Run
 		cfg.ClockOffset = p.clock.Offset
 	}
 	finishEvidence := s.startEvidence(ctx, p, folder)
+	stopDuring := func() {}
+	if s.DuringRun != nil {
+		stopDuring = s.DuringRun(ctx)
+	}
 	runErr := Execute(ctx, cfg)
+	stopDuring()
 	finishEvidence(run)
 	stop()
 	if s.BeforeFinish != nil {

@@ -46,6 +46,7 @@ type runOptions struct {
 	vantages      []string
 	polling       pollingFlags
 	lab           labFlags
+	metrics       metricsFlags
 }
 
 // pollingFlags are the pollers' flags, shared by run and probe.
@@ -158,6 +159,7 @@ Exit codes: 0 done within limits, 3 disruption over --max-disruption,
 	f.BoolVar(&ro.attribute, "attribute", false, "after the run, say where each failed request went from the audit logs (as \"repro attribute\")")
 	f.StringArrayVar(&ro.vantages, "vantage", nil, "where to poll from, repeatable: "+strings.Join(vantage.Names, ", ")+" (default external-lb)")
 	ro.polling.bind(f)
+	ro.metrics.bind(f)
 	ro.lab.bind(cmd)
 	// A run keeps the load balancer's records in its results folder.
 	_ = cmd.Flags().MarkHidden("lb-records")
@@ -243,6 +245,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		return err
 	}
 	found := foundKubeconfig()
+	labOpts.Prometheus = ro.metrics.monitoring
 	vantages, err := vantage.Parse(ro.vantages)
 	if err != nil {
 		return err
@@ -370,6 +373,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		return err
 	}
 
+	mr := setupMetrics(session, theLab, folder, &ro.metrics, log)
 	view := newRolloutView(sc.Rollout)
 	session.OnEvent = view.observe
 	session.Progress = func(pr *prober.Prober, total time.Duration) (*zap.Logger, func()) {
@@ -386,6 +390,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		}
 		return runErr
 	}
+	mr.finish(ctx, out, session, run)
 	if ro.attribute {
 		// On the lab this runs before the lab stops: its kubelet
 		// endpoints serve the audit logs.
