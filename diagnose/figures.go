@@ -19,10 +19,6 @@ import (
 	"github.com/repro-tools/repro/results"
 )
 
-// AttributionFile is attribution's file in a results folder: one verdict
-// per failed sample (package attribute).
-const AttributionFile = results.AttributionFile
-
 // Figures are what diagnose measures of a results folder, the evidence
 // every fingerprint is compared with.
 type Figures struct {
@@ -259,17 +255,15 @@ func Measure(dir string) (*Figures, error) {
 		if d, err := time.ParseDuration(fmt.Sprint(run.Settings["probeTimeout"])); err == nil && d > 0 {
 			fig.HeaderTimeout = d * 4 / 5
 		}
-		if l, ok := run.Extra["lab"].(map[string]any); ok {
+		if l := run.Lab(); l != nil {
 			fig.Lab = "healthy"
-			if p, ok := l["profile"].(string); ok && p != "" {
-				fig.Lab = p
+			if l.Profile != "" {
+				fig.Lab = l.Profile
 			}
-			if k, ok := l["knobs"].(map[string]any); ok {
-				iv, err1 := time.ParseDuration(fmt.Sprint(k["lb-health-interval"]))
-				n, err2 := strconv.Atoi(fmt.Sprint(k["lb-unhealthy-threshold"]))
-				if err1 == nil && err2 == nil && iv > 0 {
-					fig.Detection, fig.DetectionFrom = iv*time.Duration(n+1), fmt.Sprintf("the lab's health check, %s x %d", iv, n)
-				}
+			iv, ok1 := l.KnobDuration("lb-health-interval")
+			n, ok2 := l.KnobInt("lb-unhealthy-threshold")
+			if ok1 && ok2 && iv > 0 {
+				fig.Detection, fig.DetectionFrom = iv*time.Duration(n+1), fmt.Sprintf("the lab's health check, %s x %d", iv, n)
 			}
 		}
 	}
@@ -344,7 +338,7 @@ func Measure(dir string) (*Figures, error) {
 	// ones included; attribution names only those that logged the request,
 	// so its nodes stand in only where there are no LB records (live).
 	{
-		if _, err := os.Stat(f.Path(report.LBRecordsFile)); err == nil {
+		if _, err := os.Stat(f.Path(results.LBConnectionsFile)); err == nil {
 			for _, p := range ps {
 				for node, n := range parseServedBy(p.ServedBy) {
 					fig.HasServedBy = true
@@ -360,11 +354,11 @@ func Measure(dir string) (*Figures, error) {
 			}
 		}
 	}
-	if err := fig.lbVerdicts(f.Path(report.LBRecordsFile), tl); err != nil {
+	if err := fig.lbVerdicts(f.Path(results.LBConnectionsFile), tl); err != nil {
 		return nil, err
 	}
 	lbServed := fig.HasServedBy
-	recs, err := readAttribution(f.Path(AttributionFile))
+	recs, err := readAttribution(f.Path(results.AttributionFile))
 	if err != nil {
 		return nil, err
 	}

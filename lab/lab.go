@@ -253,7 +253,6 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	}
 	results := make(chan started, len(l.nodes))
 	for _, n := range l.nodes {
-		n := n
 		l.lb.SetRegistered(n.name, false)
 		go func() { results <- started{n, n.start(ctx, 1)} }()
 	}
@@ -292,7 +291,6 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	// in service.
 	warmErrs := make(chan error, len(l.nodes))
 	for _, n := range l.nodes {
-		n := n
 		go func() { warmErrs <- n.warmUp(ctx) }()
 	}
 	for range l.nodes {
@@ -557,7 +555,6 @@ func (l *Lab) Stop() error {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, n := range l.nodes {
-			n := n
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

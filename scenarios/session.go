@@ -29,7 +29,7 @@ type Target struct {
 	// Context is the kubeconfig context in use ("" with --server or on the lab).
 	Context string
 	// Lab holds the lab's settings for run.json (nil on a cluster).
-	Lab map[string]any
+	Lab *results.LabRecord
 	// Credentials says where the credentials came from, for the preview
 	// and run.json (zero on the lab).
 	Credentials results.Credentials
@@ -211,7 +211,7 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 		run.SetExtra("revisionBefore", p.status.LatestAvailableRevision)
 	}
 	run.SetExtra("scenario", s.Scenario.Name)
-	run.SetExtra("cluster", p.info)
+	run.SetCluster(p.info)
 	if s.Target.Live {
 		run.SetExtra("target", "cluster")
 		if s.Target.Context != "" {
@@ -219,7 +219,7 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 		}
 	} else {
 		run.SetExtra("target", "lab")
-		run.SetExtra("lab", s.Target.Lab)
+		run.SetLab(s.Target.Lab)
 	}
 	p.run = run
 	if err := s.prepareAWSLB(ctx, p); err != nil {

@@ -514,19 +514,19 @@ func startLab(ctx context.Context, opts lab.Options) (*lab.Lab, error) {
 
 // labSettings records the lab of a run for run.json; sets are the
 // --lab-set changes as typed, so a fix run names itself.
-func labSettings(l *lab.Lab, sets []string) map[string]any {
+func labSettings(l *lab.Lab, sets []string) *results.LabRecord {
 	o := l.Options()
-	return map[string]any{
-		"sets":  append([]string{}, sets...),
-		"nodes": o.Nodes, "shutdownDelay": o.ShutdownDelay.String(), "gracePeriod": o.GracePeriod.String(),
-		"minReadyTime": o.MinReadyTime.String(), "lbHealthInterval": o.Health.Interval.String(),
-		"lbHealthTimeout": o.Health.Timeout.String(), "lbHealthyThreshold": o.Health.HealthyThreshold,
-		"lbUnhealthyThreshold": o.Health.UnhealthyThreshold, "kubeAPIServer": o.KubeAPIServer,
-		"timing": o.Timing.Name, "timingFactor": o.Timing.Factor,
-		"profile": o.Profile, "knobs": lab.Settings(o), "lb": l.LBKind(),
+	return &results.LabRecord{
+		Sets:  append([]string{}, sets...),
+		Nodes: o.Nodes, ShutdownDelay: o.ShutdownDelay.String(), GracePeriod: o.GracePeriod.String(),
+		MinReadyTime: o.MinReadyTime.String(), LBHealthInterval: o.Health.Interval.String(),
+		LBHealthTimeout: o.Health.Timeout.String(), LBHealthyThreshold: o.Health.HealthyThreshold,
+		LBUnhealthyThreshold: o.Health.UnhealthyThreshold, KubeAPIServer: o.KubeAPIServer,
+		Timing: o.Timing.Name, TimingFactor: o.Timing.Factor,
+		Profile: o.Profile, Knobs: lab.Settings(o), LB: l.LBKind(),
 		// The release as the binary reported it, and whether it is the
 		// lab's default, so labels name a release only where it differs.
-		"kubeVersion": l.KubeVersion().String(), "kubeDefault": l.KubeVersion().GitVersion == binaries.KubeAPIServer.Version && o.KubeAPIServer == "",
+		KubeVersion: l.KubeVersion().String(), KubeDefault: l.KubeVersion().GitVersion == binaries.KubeAPIServer.Version && o.KubeAPIServer == "",
 	}
 }
 
