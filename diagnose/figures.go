@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/repro-tools/repro/metrics"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
 )
@@ -105,6 +106,11 @@ type Figures struct {
 	// Signals is the server-side evidence beside the failures, from
 	// results.SignalsFile; nil when the folder has none.
 	Signals *SignalFigures `json:"signals,omitempty"`
+	// ServerMetrics is what the servers' own metrics (signals.jsonl) say:
+	// which apiservers' latency went up against their own baseline. A
+	// shared stall predicts every apiserver, an etcd stall on one node that
+	// one, a load-balancer mechanism none. Nil without signals.
+	ServerMetrics *metrics.Figures `json:"serverMetrics,omitempty"`
 }
 
 // SignalFigures are results.SignalsFile's signals within SignalWindow of
@@ -312,6 +318,9 @@ func Measure(dir string) (*Figures, error) {
 		return nil, err
 	}
 	fig.Timeline = len(tl.Iterations) > 0
+	if err := fig.readServerMetrics(f, tl); err != nil {
+		return nil, err
+	}
 	for _, it := range tl.Iterations {
 		if len(it.Nodes) > fig.RolledNodes {
 			fig.RolledNodes = len(it.Nodes)
@@ -588,4 +597,46 @@ func longestRun(ivs []report.Interval) int64 {
 		}
 	}
 	return longest
+}
+
+// readServerMetrics reads signals.jsonl (results.ReadSignals, the one reader of
+// the schema) into ServerMetrics, each instance's baseline ending at the
+// first trigger.
+func (f *Figures) readServerMetrics(folder *results.Folder, tl *report.Timeline) error {
+	sigs, _, err := results.ReadSignals(folder.Path(results.SignalsFile))
+	if err != nil || len(sigs) == 0 {
+		return err
+	}
+	var baselineEnd time.Time
+	if len(tl.Iterations) > 0 {
+		baselineEnd = tl.Iterations[0].Trigger
+	}
+	f.ServerMetrics = metrics.Summarize(sigs, baselineEnd)
+	return nil
+}
+
+// serverMetricsLine says in one line where the servers' latency went up,
+// "" without server metrics.
+func (f *Figures) serverMetricsLine() string {
+	if f == nil || f.ServerMetrics == nil || len(f.ServerMetrics.APIServers) == 0 {
+		return ""
+	}
+	m := f.ServerMetrics
+	s := fmt.Sprintf("apiserver latency up on %d of %d apiservers", len(m.LatencyUp), len(m.APIServers))
+	if len(m.LatencyUp) > 0 {
+		s += " (" + strings.Join(m.LatencyUp, ", ") + ")"
+	}
+	s += fmt.Sprintf(", etcd latency up on %d", len(m.EtcdUp))
+	if len(m.EtcdUp) > 0 {
+		s += " (" + strings.Join(m.EtcdUp, ", ") + ")"
+	}
+	switch m.Shape {
+	case "every-apiserver":
+		s += ": a stall every apiserver shares (etcd, CPU, priority and fairness)"
+	case "one-apiserver":
+		s += ": one apiserver's own path (as an etcd stall on its node)"
+	case "none":
+		s += ": the servers answered as in the baseline, so a failure lies between client and server (the load balancer)"
+	}
+	return s
 }

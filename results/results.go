@@ -32,6 +32,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -59,6 +60,9 @@ const (
 // Folder is an existing results folder.
 type Folder struct {
 	dir string
+	// signals is the folder's one signals.jsonl writer (SignalWriter).
+	sigMu   sync.Mutex
+	signals *JSONLWriter
 }
 
 // DefaultDir returns ./repro-results/<UTC timestamp>-<command>, the folder

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/http/httpproxy"
 	"k8s.io/client-go/rest"
 
+	"github.com/repro-tools/repro/awslb"
 	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/results"
 	"github.com/repro-tools/repro/trigger"
@@ -43,6 +44,11 @@ type Polling struct {
 	Interval     time.Duration
 	ProbeTimeout time.Duration
 	HTTP2        bool
+	// AWSLB polls the AWS API load balancers' target health (--aws-lb).
+	AWSLB bool
+	// Control is a URL outside the cluster polled beside the local control
+	// target (--control), "" for none.
+	Control string
 }
 
 // Session is one measured run: the checks that keep a live run safe and its
@@ -87,6 +93,9 @@ type Session struct {
 	// BeforeFinish, if set, may add to run.json after the pollers stopped
 	// and before it is written for the last time.
 	BeforeFinish func(*results.Run)
+	// DuringRun, if set, starts beside the pollers once the checks passed
+	// (the metrics scraper); the function it returns stops it when they stop.
+	DuringRun func(ctx context.Context) (stop func())
 }
 
 // ErrDeclined is returned when the user answers no to the confirmation.
@@ -106,6 +115,7 @@ type prepared struct {
 	status  trigger.Status
 	info    trigger.ClusterInfo
 	clock   *results.Clock
+	awslb   *awslb.Poller
 }
 
 // prepare runs every check before a session changes anything: the cluster
@@ -212,6 +222,10 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 		run.SetLab(s.Target.Lab)
 	}
 	p.run = run
+	if err := s.prepareAWSLB(ctx, p); err != nil {
+		p.prober.Close()
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -394,7 +408,14 @@ func (s *Session) Run(ctx context.Context, folder *results.Folder) (*results.Run
 	if p.clock != nil && p.clock.CorrectedEvents {
 		cfg.ClockOffset = p.clock.Offset
 	}
+	finishEvidence := s.startEvidence(ctx, p, folder)
+	stopDuring := func() {}
+	if s.DuringRun != nil {
+		stopDuring = s.DuringRun(ctx)
+	}
 	runErr := Execute(ctx, cfg)
+	stopDuring()
+	finishEvidence(run)
 	stop()
 	if s.BeforeFinish != nil {
 		s.BeforeFinish(run)
