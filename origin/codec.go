@@ -417,6 +417,7 @@ func (d *decoder) decodeItem() (Interval, error) {
 	if err := d.delim('{'); err != nil {
 		return iv, err
 	}
+	d.itemOff = d.dec.InputOffset() - 1 // the item's '{', for errors about the whole item
 	var oldLoc, oldMsg string
 	var loc, tmpLoc *Locator
 	var msg, tmpMsg *Message
