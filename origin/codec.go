@@ -200,7 +200,7 @@ func Decode(data []byte) ([]Interval, error) {
 
 func decode(r io.Reader, pos func(off int64) (line, col int)) ([]Interval, error) {
 	br := &budgetReader{r: r, left: MaxItemBytes}
-	d := &decoder{br: br, dec: json.NewDecoder(br), pos: pos}
+	d := &decoder{br: br, dec: json.NewDecoder(br), pos: pos, item: -1}
 	ivs, err := d.file()
 	if err != nil {
 		var se *SyntaxError
