@@ -82,3 +82,32 @@ func TestToNullAndToBeforeFrom(t *testing.T) {
 		t.Errorf("to before from: %v", err)
 	}
 }
+
+// TestReadFileFilteredDecodesOnlyKept: the filtered reader gives the same
+// intervals as ReadFile for the items it keeps, and positions of errors in
+// kept items are the file's.
+func TestReadFileFilteredDecodesOnlyKept(t *testing.T) {
+	for _, name := range []string{"intervals-dual.json", "intervals-duplicate-keys.json", "intervals-strings.json"} {
+		p := filepath.Join("testdata", name)
+		all, err := ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, err := ReadFileFiltered(p, func([]byte) bool { return true })
+		if err != nil || len(kept) != len(all) {
+			t.Fatalf("%s: %d of %d kept, %v", name, len(kept), len(all), err)
+		}
+		for i := range all {
+			if all[i].String() != kept[i].String() {
+				t.Errorf("%s item %d: %s, want %s", name, i, kept[i], all[i])
+			}
+		}
+		if none, err := ReadFileFiltered(p, func([]byte) bool { return false }); err != nil || len(none) != 0 {
+			t.Errorf("%s: keep none gave %d, %v", name, len(none), err)
+		}
+	}
+	p := writeFile(t, "{\"items\":[\n{\"level\":\"Info\"},\n{\"level\":\"Info\",\"from\":\"yesterday\"}\n]}")
+	if _, err := ReadFileFiltered(p, func([]byte) bool { return true }); err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), `items[1]: "from"`) {
+		t.Errorf("bad kept item: %v", err)
+	}
+}

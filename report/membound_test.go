@@ -79,6 +79,9 @@ func TestMemoryBound(t *testing.T) {
 		{"import: 500 MB humanMessage", "import", func() string {
 			return generated("message.json", `{"items":[{"level":"Info","message":{"humanMessage":"`, 'a', 500*mb, `"}}]}`)
 		}, "items[0] is larger than 4 MiB"},
+		{"import, filtered: 500 MB humanMessage", "filtered", func() string {
+			return generated("message.json", `{"items":[{"level":"Info","message":{"humanMessage":"`, 'a', 500*mb, `"}}]}`)
+		}, "larger than 4 MiB"},
 		{"samples: 200 MB line", "samples", func() string {
 			return generated("line.jsonl", `{"backend":"kube-api","connection":"new","seq":0,"start":"2025-06-01T12:00:00Z","error":"`, 'e', 200*mb, "\"}\n")
 		}, "line 1: longer than 1 MiB"},
@@ -131,6 +134,8 @@ func memChild(spec string) {
 		_, err = report.LoadSamples(path)
 	case "import":
 		_, err = origin.ReadFile(path)
+	case "filtered":
+		_, err = origin.ReadFileFiltered(path, func([]byte) bool { return true })
 	}
 	fmt.Printf("error %v\n", err)
 	status, _ := os.ReadFile("/proc/self/status")
