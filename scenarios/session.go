@@ -187,7 +187,7 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 	}
 	run.Settings = map[string]any{
 		"interval": s.Polling.Interval.String(), "probeTimeout": s.Polling.ProbeTimeout.String(),
-		"backends": backendNames(s.Polling.Backends), "http2": s.Polling.HTTP2,
+		"backends": backendNames(s.Polling.Backends), "http2": s.Polling.HTTP2, "pollers": p.prober.PollerNames(),
 		"inFlightBound": prober.InFlightBound(s.Polling.ProbeTimeout, s.Polling.Interval),
 		"baseline":      s.Timings.Baseline.String(),
 		"maxDisruption": s.MaxDisruption.String(),
