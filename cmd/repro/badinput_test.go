@@ -27,7 +27,7 @@ import (
 // faults: add rows with the fixtures of badInputFixtures).
 
 // cliOnce builds the CLI once for these tests; TestMain's binary is used
-// when it built one.
+// when it built one, REPRO_TEST_BIN when set.
 var (
 	cliOnce sync.Once
 	cliPath string
@@ -37,6 +37,12 @@ var (
 func cli(t *testing.T) string {
 	t.Helper()
 	cliOnce.Do(func() {
+		// REPRO_TEST_BIN runs the suite against another build (e.g. an
+		// older one, to see which cases it fails).
+		if p := os.Getenv("REPRO_TEST_BIN"); p != "" {
+			cliPath = p
+			return
+		}
 		if reproBin != "" {
 			if _, err := os.Stat(reproBin); err == nil {
 				cliPath = reproBin
