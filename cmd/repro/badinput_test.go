@@ -218,7 +218,7 @@ var badInputCases = []badInputCase{
 	{"run unknown flag", []string{"run", "--scenario", "apiserver-rollout", "--bogus"}, nil, 1, []string{"--bogus"}, clear},
 	{"run positional arg", []string{"run", "--scenario", "apiserver-rollout", "extra"}, nil, 1, []string{"extra"}, clear},
 	// run on the lab: every lab option checked before any build.
-	{"lab dry run", []string{"run", "--scenario", "apiserver-rollout", "--dry-run"}, nil, 0, nil, fixed},
+	{"lab dry run", []string{"run", "--scenario", "apiserver-rollout", "--dry-run"}, nil, 0, nil, fixed}, // stdout checked in TestDryRunIgnoresFoundKubeconfig
 	{"lab nodes -2", []string{"run", "--scenario", "apiserver-rollout", "--dry-run", "--nodes", "-2"}, nil, 1, []string{"--nodes", "1..9"}, fixed},
 	{"lab nodes 0", []string{"run", "--scenario", "apiserver-rollout", "--dry-run", "--nodes", "0"}, nil, 1, []string{"--nodes", "1..9"}, fixed},
 	{"lab nodes 10", []string{"run", "--scenario", "apiserver-rollout", "--dry-run", "--nodes", "10"}, nil, 1, []string{"--nodes", "1..9"}, fixed},
@@ -315,7 +315,7 @@ var badInputCases = []badInputCase{
 	// lab.
 	{"lab up nodes 0", []string{"lab", "up", "--nodes", "0"}, nil, 1, []string{"--nodes", "1..9"}, fixed},
 	{"lab up nodes -2", []string{"lab", "up", "--nodes", "-2"}, nil, 1, []string{"--nodes", "1..9"}, fixed},
-	{"lab up listen bad", []string{"lab", "up", "--listen", "999.1.1.1:0"}, nil, 1, []string{"999.1.1.1"}, fixed},
+	{"lab up listen bad", []string{"lab", "up", "--listen", "999.1.1.1:0"}, nil, 1, []string{"999.1.1.1"}, clear},
 	{"lab up grace below delay", []string{"lab", "up", "--shutdown-delay", "30s", "--grace-period", "10s"}, nil, 1, []string{"--grace-period", "--shutdown-delay"}, fixed},
 	{"lab up unknown timing", []string{"lab", "up", "--lab-timing", "slow"}, nil, 1, []string{"--lab-timing", "fast"}, clear},
 	{"lab up unknown profile", []string{"lab", "up", "--lab-profile", "nope"}, nil, 1, []string{"--lab-profile", "healthy"}, clear},
