@@ -81,6 +81,9 @@ func runCLI(t *testing.T, env []string, limit time.Duration, args ...string) cli
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cli(t), args...)
 	cmd.Env = env
+	// A default results folder (./repro-results) lands in the test's temp
+	// dir, never in the source tree.
+	cmd.Dir = t.TempDir()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
