@@ -109,6 +109,105 @@ type Figures struct {
 	// shared stall predicts every apiserver, an etcd stall on one node that
 	// one, a load-balancer mechanism none. Nil without signals.
 	ServerMetrics *metrics.Figures `json:"serverMetrics,omitempty"`
+	// serverSignals are the signals ServerMetrics is computed from,
+	// between reading them and the timeline.
+	serverSignals []results.Signal
+	// FailedPollers counts backend-connections with any failure; equal to
+	// Pollers when every variant of every backend failed.
+	FailedPollers int `json:"failedPollers"`
+	// Signals is the server-side evidence beside the failures, from
+	// results.SignalsFile; nil when the folder has none.
+	Signals *SignalFigures `json:"signals,omitempty"`
+}
+
+// SignalFigures are results.SignalsFile's signals within SignalWindow of
+// a failure interval: those that say storage (etcd) or CPU was under
+// pressure, counted per kind, and the sources they came from.
+type SignalFigures struct {
+	// Read counts every signal of the file; Near those within the window.
+	Read int `json:"read"`
+	Near int `json:"near"`
+	// Pressure counts, per kind, the signals near a failure that pass
+	// their kind's threshold (pressureThresholds); Sources names where
+	// they came from.
+	Pressure map[results.SignalKind]int `json:"pressure"`
+	Sources  []string                   `json:"sources"`
+	// Kinds lists every kind the file holds at all, so a check can say
+	// which it lacked rather than that they were quiet.
+	Kinds []results.SignalKind `json:"kinds"`
+}
+
+// SignalWindow is how far from a failure a signal counts as beside it:
+// TRT's window (openshift-eng/ai-helpers plugins/ci/skills/
+// analyze-disruption parse_disruption.py --window 60).
+const SignalWindow = 60 * time.Second
+
+// pressureThresholds are the values at which a metric signal says
+// pressure: etcd's own warnings (wal fsync over 1 s: "slow fdatasync";
+// apply over its 100 ms expected duration: "apply request took too long";
+// etcd-io/etcd server/storage/wal/wal.go, server/etcdserver/util.go), the
+// 25 ms backend commit TRT reads as disk pressure
+// (references/timeline-analysis.md), origin's CPUMonitor's 95 %, and any
+// leader change. Signals origin recorded in CI ("ci:" sources) are
+// events already over origin's thresholds and count as they are.
+var pressureThresholds = map[results.SignalKind]float64{
+	results.SignalEtcdWALFsync:       1,
+	results.SignalEtcdSlowApply:      0.1,
+	results.SignalEtcdBackendCommit:  0.025,
+	results.SignalEtcdRequestLatency: 1,
+	results.SignalEtcdLeaderChange:   1,
+	results.SignalNodeCPU:            0.95,
+}
+
+// readSignals reads results.SignalsFile, a line at a time, keeping only
+// the counts; a missing file leaves Signals nil.
+func (f *Figures) readSignals(path string, ivs []report.Interval) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	sf := &SignalFigures{Pressure: map[results.SignalKind]int{}}
+	kinds, sources := map[results.SignalKind]bool{}, map[string]bool{}
+	_, err := results.ForEachSignal(path, func(s results.Signal) error {
+		sf.Read++
+		kinds[s.Kind] = true
+		if serverMetricKinds[s.Kind] {
+			f.serverSignals = append(f.serverSignals, s)
+		}
+		end := s.To
+		if end.IsZero() {
+			end = s.At
+		}
+		near := false
+		for _, iv := range ivs {
+			if !iv.SamplerOutage && !s.At.After(iv.To.Add(SignalWindow)) && !end.Before(iv.From.Add(-SignalWindow)) {
+				near = true
+				break
+			}
+		}
+		if !near {
+			return nil
+		}
+		sf.Near++
+		th, ok := pressureThresholds[s.Kind]
+		if ok && (strings.HasPrefix(s.Source, "ci:") || s.Value >= th) {
+			sf.Pressure[s.Kind]++
+			sources[s.Source] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%v (regenerate the file)", err)
+	}
+	for k := range kinds {
+		sf.Kinds = append(sf.Kinds, k)
+	}
+	sort.Slice(sf.Kinds, func(i, j int) bool { return sf.Kinds[i] < sf.Kinds[j] })
+	for s := range sources {
+		sf.Sources = append(sf.Sources, s)
+	}
+	sort.Strings(sf.Sources)
+	f.Signals = sf
+	return nil
 }
 
 func (f *Figures) classList() string {
@@ -205,9 +304,15 @@ func Measure(dir string) (*Figures, error) {
 		if n > fig.MaxPoller {
 			fig.MaxPoller = n
 		}
+		if n > 0 {
+			fig.FailedPollers++
+		}
 		fig.Disrupted += p.Disrupted
 	}
 	fig.LongestRun = longestRun(a.Intervals)
+	if err := fig.readSignals(f.Path(results.SignalsFile), a.Intervals); err != nil {
+		return nil, err
+	}
 	if err := fig.countUnanswered(f.Path(results.SamplesFile)); err != nil {
 		return nil, err
 	}
@@ -216,9 +321,7 @@ func Measure(dir string) (*Figures, error) {
 		return nil, err
 	}
 	fig.Timeline = len(tl.Iterations) > 0
-	if err := fig.readSignals(f, tl); err != nil {
-		return nil, err
-	}
+	fig.summarizeServerMetrics(tl)
 	for _, it := range tl.Iterations {
 		if len(it.Nodes) > fig.RolledNodes {
 			fig.RolledNodes = len(it.Nodes)
@@ -497,20 +600,23 @@ func longestRun(ivs []report.Interval) int64 {
 	return longest
 }
 
-// readSignals reads signals.jsonl (results.ReadSignals, the one reader of
-// the schema) into ServerMetrics, each instance's baseline ending at the
-// first trigger.
-func (f *Figures) readSignals(folder *results.Folder, tl *report.Timeline) error {
-	sigs, _, err := results.ReadSignals(folder.Path(results.SignalsFile))
-	if err != nil || len(sigs) == 0 {
-		return err
+// serverMetricKinds are the signals ServerMetrics is computed from.
+var serverMetricKinds = map[results.SignalKind]bool{
+	results.SignalAPIServerLatency: true, results.SignalEtcdRequestLatency: true, results.SignalScrapeFailed: true,
+}
+
+// summarizeServerMetrics turns the server-metric signals readSignals kept
+// into ServerMetrics, each instance's baseline ending at the first trigger.
+func (f *Figures) summarizeServerMetrics(tl *report.Timeline) {
+	if len(f.serverSignals) == 0 {
+		return
 	}
 	var baselineEnd time.Time
 	if len(tl.Iterations) > 0 {
 		baselineEnd = tl.Iterations[0].Trigger
 	}
-	f.ServerMetrics = metrics.Summarize(sigs, baselineEnd)
-	return nil
+	f.ServerMetrics = metrics.Summarize(f.serverSignals, baselineEnd)
+	f.serverSignals = nil
 }
 
 // serverMetricsLine says in one line where the servers' latency went up,
