@@ -102,6 +102,7 @@ func TestRealPrometheusScrapesAndTheQuerierReadsIt(t *testing.T) {
 			break
 		}
 	}
+	t.Logf("%d signals; cost %+v", len(sigs), cost)
 	if cost.Queries != len(metrics.LabQueries()) || cost.Bytes == 0 {
 		t.Errorf("cost %+v: want every query counted with its bytes", cost)
 	}
