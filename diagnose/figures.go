@@ -19,10 +19,6 @@ import (
 	"github.com/repro-tools/repro/results"
 )
 
-// AttributionFile is attribution's file in a results folder: one verdict
-// per failed sample (package attribute).
-const AttributionFile = results.AttributionFile
-
 // Figures are what diagnose measures of a results folder, the evidence
 // every fingerprint is compared with.
 type Figures struct {
@@ -104,6 +100,12 @@ type Figures struct {
 	// (intervals of different error classes that follow each other count
 	// as one run): 1 when every failure was a single request.
 	LongestRun int64 `json:"longestRun"`
+	// FailedPollers counts backend-connections with any failure; equal to
+	// Pollers when every variant of every backend failed.
+	FailedPollers int `json:"failedPollers"`
+	// Signals is the server-side evidence beside the failures, from
+	// results.SignalsFile; nil when the folder has none.
+	Signals *SignalFigures `json:"signals,omitempty"`
 	// ServerMetrics is what the servers' own metrics (signals.jsonl) say:
 	// which apiservers' latency went up against their own baseline. A
 	// shared stall predicts every apiserver, an etcd stall on one node that
@@ -112,12 +114,6 @@ type Figures struct {
 	// serverSignals are the signals ServerMetrics is computed from,
 	// between reading them and the timeline.
 	serverSignals []results.Signal
-	// FailedPollers counts backend-connections with any failure; equal to
-	// Pollers when every variant of every backend failed.
-	FailedPollers int `json:"failedPollers"`
-	// Signals is the server-side evidence beside the failures, from
-	// results.SignalsFile; nil when the folder has none.
-	Signals *SignalFigures `json:"signals,omitempty"`
 }
 
 // SignalFigures are results.SignalsFile's signals within SignalWindow of
@@ -167,6 +163,8 @@ func (f *Figures) readSignals(path string, ivs []report.Interval) error {
 	}
 	sf := &SignalFigures{Pressure: map[results.SignalKind]int{}}
 	kinds, sources := map[results.SignalKind]bool{}, map[string]bool{}
+	// results.ForEachSignal is the one reader of the schema; the signals
+	// ServerMetrics needs are kept for it on the way.
 	_, err := results.ForEachSignal(path, func(s results.Signal) error {
 		sf.Read++
 		kinds[s.Kind] = true
@@ -255,17 +253,15 @@ func Measure(dir string) (*Figures, error) {
 		if d, err := time.ParseDuration(fmt.Sprint(run.Settings["probeTimeout"])); err == nil && d > 0 {
 			fig.HeaderTimeout = d * 4 / 5
 		}
-		if l, ok := run.Extra["lab"].(map[string]any); ok {
+		if l := run.Lab(); l != nil {
 			fig.Lab = "healthy"
-			if p, ok := l["profile"].(string); ok && p != "" {
-				fig.Lab = p
+			if l.Profile != "" {
+				fig.Lab = l.Profile
 			}
-			if k, ok := l["knobs"].(map[string]any); ok {
-				iv, err1 := time.ParseDuration(fmt.Sprint(k["lb-health-interval"]))
-				n, err2 := strconv.Atoi(fmt.Sprint(k["lb-unhealthy-threshold"]))
-				if err1 == nil && err2 == nil && iv > 0 {
-					fig.Detection, fig.DetectionFrom = iv*time.Duration(n+1), fmt.Sprintf("the lab's health check, %s x %d", iv, n)
-				}
+			iv, ok1 := l.KnobDuration("lb-health-interval")
+			n, ok2 := l.KnobInt("lb-unhealthy-threshold")
+			if ok1 && ok2 && iv > 0 {
+				fig.Detection, fig.DetectionFrom = iv*time.Duration(n+1), fmt.Sprintf("the lab's health check, %s x %d", iv, n)
 			}
 		}
 	}
@@ -338,7 +334,7 @@ func Measure(dir string) (*Figures, error) {
 	// ones included; attribution names only those that logged the request,
 	// so its nodes stand in only where there are no LB records (live).
 	{
-		if _, err := os.Stat(f.Path(report.LBRecordsFile)); err == nil {
+		if _, err := os.Stat(f.Path(results.LBConnectionsFile)); err == nil {
 			for _, p := range ps {
 				for node, n := range parseServedBy(p.ServedBy) {
 					fig.HasServedBy = true
@@ -354,11 +350,11 @@ func Measure(dir string) (*Figures, error) {
 			}
 		}
 	}
-	if err := fig.lbVerdicts(f.Path(report.LBRecordsFile), tl); err != nil {
+	if err := fig.lbVerdicts(f.Path(results.LBConnectionsFile), tl); err != nil {
 		return nil, err
 	}
 	lbServed := fig.HasServedBy
-	recs, err := readAttribution(f.Path(AttributionFile))
+	recs, err := readAttribution(f.Path(results.AttributionFile))
 	if err != nil {
 		return nil, err
 	}

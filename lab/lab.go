@@ -68,7 +68,9 @@ type Lab struct {
 	lb      Balancer
 	lbKind  string
 	recFile *os.File
-	nodes   []*Node
+	// healthFile holds the load balancer's health records (LBHealthFile).
+	healthFile *os.File
+	nodes      []*Node
 
 	cfg    *rest.Config
 	client kubernetes.Interface
@@ -226,6 +228,12 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		}
 		lbOpts.Records = l.recFile
 	}
+	// The health checker's transitions, as results.Signal lines, in a file
+	// of their own: a run copies them into its results' signals.
+	if l.healthFile, err = os.Create(filepath.Join(l.dir, LBHealthFile)); err != nil {
+		return nil, err
+	}
+	lbOpts.HealthRecords = l.healthFile
 	lbx, err := lb.New(lbOpts)
 	if err != nil {
 		return nil, err
@@ -245,7 +253,6 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	}
 	results := make(chan started, len(l.nodes))
 	for _, n := range l.nodes {
-		n := n
 		l.lb.SetRegistered(n.name, false)
 		go func() { results <- started{n, n.start(ctx, 1)} }()
 	}
@@ -284,7 +291,6 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	// in service.
 	warmErrs := make(chan error, len(l.nodes))
 	for _, n := range l.nodes {
-		n := n
 		go func() { warmErrs <- n.warmUp(ctx) }()
 	}
 	for range l.nodes {
@@ -447,6 +453,13 @@ func (l *Lab) URL() string { return "https://" + l.lb.Addr() }
 // balancer, verifying the apiservers against the lab's CA.
 func (l *Lab) RESTConfig() *rest.Config { return rest.CopyConfig(l.cfg) }
 
+// LBHealthFile, in the lab's directory, holds the load balancer's health
+// records: one results.Signal line (source "lab-lb") per change.
+const LBHealthFile = "lb-health.jsonl"
+
+// LBHealthPath is the file of the load balancer's health records.
+func (l *Lab) LBHealthPath() string { return filepath.Join(l.dir, LBHealthFile) }
+
 // Dir is the lab's directory (PKI, etcd data, logs).
 func (l *Lab) Dir() string { return l.dir }
 
@@ -542,7 +555,6 @@ func (l *Lab) Stop() error {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, n := range l.nodes {
-			n := n
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -577,6 +589,9 @@ func (l *Lab) Stop() error {
 			_ = l.lb.Close()
 		}
 		l.closeKubelets()
+		if l.healthFile != nil {
+			_ = l.healthFile.Close()
+		}
 		if l.recFile != nil {
 			_ = l.recFile.Close()
 		}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/http/httpproxy"
 	"k8s.io/client-go/rest"
 
+	"github.com/repro-tools/repro/awslb"
 	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/results"
 	"github.com/repro-tools/repro/trigger"
@@ -28,7 +29,7 @@ type Target struct {
 	// Context is the kubeconfig context in use ("" with --server or on the lab).
 	Context string
 	// Lab holds the lab's settings for run.json (nil on a cluster).
-	Lab map[string]any
+	Lab *results.LabRecord
 	// Credentials says where the credentials came from, for the preview
 	// and run.json (zero on the lab).
 	Credentials results.Credentials
@@ -43,6 +44,11 @@ type Polling struct {
 	Interval     time.Duration
 	ProbeTimeout time.Duration
 	HTTP2        bool
+	// AWSLB polls the AWS API load balancers' target health (--aws-lb).
+	AWSLB bool
+	// Control is a URL outside the cluster polled beside the local control
+	// target (--control), "" for none.
+	Control string
 }
 
 // Session is one measured run: the checks that keep a live run safe and its
@@ -109,6 +115,7 @@ type prepared struct {
 	status  trigger.Status
 	info    trigger.ClusterInfo
 	clock   *results.Clock
+	awslb   *awslb.Poller
 }
 
 // prepare runs every check before a session changes anything: the cluster
@@ -204,7 +211,7 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 		run.SetExtra("revisionBefore", p.status.LatestAvailableRevision)
 	}
 	run.SetExtra("scenario", s.Scenario.Name)
-	run.SetExtra("cluster", p.info)
+	run.SetCluster(p.info)
 	if s.Target.Live {
 		run.SetExtra("target", "cluster")
 		if s.Target.Context != "" {
@@ -212,9 +219,13 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 		}
 	} else {
 		run.SetExtra("target", "lab")
-		run.SetExtra("lab", s.Target.Lab)
+		run.SetLab(s.Target.Lab)
 	}
 	p.run = run
+	if err := s.prepareAWSLB(ctx, p); err != nil {
+		p.prober.Close()
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -397,12 +408,14 @@ func (s *Session) Run(ctx context.Context, folder *results.Folder) (*results.Run
 	if p.clock != nil && p.clock.CorrectedEvents {
 		cfg.ClockOffset = p.clock.Offset
 	}
+	finishEvidence := s.startEvidence(ctx, p, folder)
 	stopDuring := func() {}
 	if s.DuringRun != nil {
 		stopDuring = s.DuringRun(ctx)
 	}
 	runErr := Execute(ctx, cfg)
 	stopDuring()
+	finishEvidence(run)
 	stop()
 	if s.BeforeFinish != nil {
 		s.BeforeFinish(run)

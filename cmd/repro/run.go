@@ -55,6 +55,8 @@ type pollingFlags struct {
 	probeTimeout time.Duration
 	backends     []string
 	http2        bool
+	awsLB        bool
+	control      string
 }
 
 func (p *pollingFlags) bind(f *pflag.FlagSet) {
@@ -62,6 +64,8 @@ func (p *pollingFlags) bind(f *pflag.FlagSet) {
 	f.DurationVar(&p.probeTimeout, "probe-timeout", defaultProbeTimeout, "bound on each request; dial, TLS and response headers get 4/5 of it (default origin's 34s; on the lab divided by --lab-timing: 3.4s fast)")
 	f.StringSliceVar(&p.backends, "backends", prober.DefaultBackendNames, "backends to poll: "+strings.Join(prober.BackendNames(), ", "))
 	f.BoolVar(&p.http2, "http2", false, "negotiate HTTP/2 (default HTTP/1.1, like origin's sampler)")
+	f.BoolVar(&p.awsLB, "aws-lb", false, "on AWS, poll the API load balancers' target health every second (AWS default credential chain, read-only describe calls; see README)")
+	f.StringVar(&p.control, "control", "", "also poll this URL outside the cluster, on the same network path, to tell this side's network from the cluster's")
 }
 
 // minProbeTimeout is the smallest --probe-timeout taken: a TCP and TLS
@@ -79,11 +83,16 @@ func (p *pollingFlags) settings() (scenarios.Polling, error) {
 	if p.probeTimeout < minProbeTimeout {
 		return scenarios.Polling{}, fmt.Errorf("--probe-timeout %v is below the minimum of %v (dial, TLS and response headers share 4/5 of it)", p.probeTimeout, minProbeTimeout)
 	}
+	if p.control != "" {
+		if _, _, err := scenarios.ParseControlURL(p.control); err != nil {
+			return scenarios.Polling{}, err
+		}
+	}
 	backends, err := prober.LookupBackends(p.backends)
 	if err != nil {
 		return scenarios.Polling{}, fmt.Errorf("--backends: %w", err)
 	}
-	return scenarios.Polling{Backends: backends, Interval: p.interval, ProbeTimeout: p.probeTimeout, HTTP2: p.http2}, nil
+	return scenarios.Polling{Backends: backends, Interval: p.interval, ProbeTimeout: p.probeTimeout, HTTP2: p.http2, AWSLB: p.awsLB, Control: p.control}, nil
 }
 
 func newScenariosCmd(o *rootOptions) *cobra.Command {
@@ -235,8 +244,8 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	if err != nil {
 		return err
 	}
-	labOpts.Prometheus = ro.metrics.monitoring
 	found := foundKubeconfig()
+	labOpts.Prometheus = ro.metrics.monitoring
 	vantages, err := vantage.Parse(ro.vantages)
 	if err != nil {
 		return err
@@ -344,6 +353,9 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 			run.SetExtra("labFaults", theLab.FaultEvents())
 			if err := keepLabLogs(theLab, folder); err != nil {
 				log.Warn("could not copy the apiserver logs into the results", zap.Error(err))
+			}
+			if _, err := scenarios.CopySignals(theLab.LBHealthPath(), folder.Path(results.SignalsFile)); err != nil {
+				log.Warn("could not copy the load balancer's health records into the results", zap.Error(err))
 			}
 		}
 	} else {
@@ -502,19 +514,19 @@ func startLab(ctx context.Context, opts lab.Options) (*lab.Lab, error) {
 
 // labSettings records the lab of a run for run.json; sets are the
 // --lab-set changes as typed, so a fix run names itself.
-func labSettings(l *lab.Lab, sets []string) map[string]any {
+func labSettings(l *lab.Lab, sets []string) *results.LabRecord {
 	o := l.Options()
-	return map[string]any{
-		"sets":  append([]string{}, sets...),
-		"nodes": o.Nodes, "shutdownDelay": o.ShutdownDelay.String(), "gracePeriod": o.GracePeriod.String(),
-		"minReadyTime": o.MinReadyTime.String(), "lbHealthInterval": o.Health.Interval.String(),
-		"lbHealthTimeout": o.Health.Timeout.String(), "lbHealthyThreshold": o.Health.HealthyThreshold,
-		"lbUnhealthyThreshold": o.Health.UnhealthyThreshold, "kubeAPIServer": o.KubeAPIServer,
-		"timing": o.Timing.Name, "timingFactor": o.Timing.Factor,
-		"profile": o.Profile, "knobs": lab.Settings(o), "lb": l.LBKind(),
+	return &results.LabRecord{
+		Sets:  append([]string{}, sets...),
+		Nodes: o.Nodes, ShutdownDelay: o.ShutdownDelay.String(), GracePeriod: o.GracePeriod.String(),
+		MinReadyTime: o.MinReadyTime.String(), LBHealthInterval: o.Health.Interval.String(),
+		LBHealthTimeout: o.Health.Timeout.String(), LBHealthyThreshold: o.Health.HealthyThreshold,
+		LBUnhealthyThreshold: o.Health.UnhealthyThreshold, KubeAPIServer: o.KubeAPIServer,
+		Timing: o.Timing.Name, TimingFactor: o.Timing.Factor,
+		Profile: o.Profile, Knobs: lab.Settings(o), LB: l.LBKind(),
 		// The release as the binary reported it, and whether it is the
 		// lab's default, so labels name a release only where it differs.
-		"kubeVersion": l.KubeVersion().String(), "kubeDefault": l.KubeVersion().GitVersion == binaries.KubeAPIServer.Version && o.KubeAPIServer == "",
+		KubeVersion: l.KubeVersion().String(), KubeDefault: l.KubeVersion().GitVersion == binaries.KubeAPIServer.Version && o.KubeAPIServer == "",
 	}
 }
 
