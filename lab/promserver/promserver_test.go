@@ -37,9 +37,9 @@ func TestConfigNamesEveryTargetWithItsTLS(t *testing.T) {
 }
 
 // TestRealPrometheusScrapesAndTheQuerierReadsIt starts the Prometheus the
-// lab builds against a real /metrics (client_golang's own handler) and
-// over the lab's TLS (its serving certificate, its admin client certificate)
-// reads the series back through metrics.Querier, the code that reads a
+// lab builds against a real /metrics (client_golang's own handler, served
+// over the lab's TLS to its admin client certificate) and reads the series
+// back through metrics.Querier, the code that reads a
 // cluster's thanos-querier. The binary is built on first use (repro lab
 // build builds it up front).
 func TestRealPrometheusScrapesAndTheQuerierReadsIt(t *testing.T) {
