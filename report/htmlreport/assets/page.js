@@ -588,6 +588,7 @@
     d.dataset.nodeNames = rec.nodes.map((n) => n.node + ":" + n.spans).join("|");
     d.dataset.nodeEvents = rec.marks;
     d.dataset.latencyPlots = rec.lat.length;
+    d.dataset.metricLanes = (rec.metrics || []).map((m) => m.title + ":" + m.series + ":" + m.points).join("|");
     d.dataset.points = rec.points;
     d.dataset.decodeMs = Math.round(decoded - started);
     d.dataset.drawMs = rec.drawMs.toFixed(1);
