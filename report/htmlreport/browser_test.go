@@ -17,8 +17,8 @@ import (
 
 	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/report"
-	"github.com/repro-tools/repro/results"
 	"github.com/repro-tools/repro/report/htmlreport"
+	"github.com/repro-tools/repro/results"
 )
 
 const chromiumBin = "/usr/bin/chromium"
