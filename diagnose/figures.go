@@ -635,7 +635,10 @@ func (f *Figures) serverMetricsLine() string {
 	case "one-apiserver":
 		s += ": one apiserver's own path (as an etcd stall on its node)"
 	case "none":
-		s += ": the servers answered as in the baseline, so a failure lies between client and server (the load balancer)"
+		s += ": the servers answered as in the baseline"
+		if f.Failures > 0 {
+			s += ", so the failures lie between client and server (the load balancer)"
+		}
 	}
 	return s
 }
