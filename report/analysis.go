@@ -68,6 +68,9 @@ type Analysis struct {
 	From, To time.Time
 	// Attribution is the folder's attribution.jsonl, nil without one.
 	Attribution *Attribution
+	// Outcomes grade every failure and replay client-go's retries over
+	// them (outcomes.go); a second view beside DISRUPTED.
+	Outcomes *Outcomes
 }
 
 // accumulator collects points per poller.
@@ -204,6 +207,7 @@ func (a *accumulator) finish() *Analysis {
 	}
 	sortIntervals(out.Intervals)
 	sort.Slice(out.Pollers, func(i, j int) bool { return pollerLess(out.Pollers[i], out.Pollers[j]) })
+	out.Outcomes = gradeOutcomes(a, out.Pollers)
 	return out
 }
 
@@ -362,6 +366,11 @@ func LoadSamples(path string) (*Analysis, error) {
 	if a.Attribution, err = LoadAttribution(filepath.Join(filepath.Dir(path), results.AttributionFile)); err != nil {
 		return nil, err
 	}
+	windows, err := LoadUnreliableWindows(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	a.Outcomes.Discount(windows)
 	if a.Samples == 0 {
 		return a, fmt.Errorf("no samples in %s", path)
 	}
