@@ -87,21 +87,24 @@ func clientRetry(class results.ErrorClass, status int, retryAfter, msg string) (
 
 // PollerOutcomes are one poller's graded outcomes and its client's view.
 type PollerOutcomes struct {
-	Name string
+	Name string `json:"name"`
 	// Failures is origin's count (every failure); Retryable and Failed
 	// split it by grade.
-	Failures, Retryable, Failed int64
+	Failures  int64 `json:"failures"`
+	Retryable int64 `json:"retryable"`
+	Failed    int64 `json:"failed"`
 	// ClientLost counts the failed requests a client-go GET would still
 	// have lost after its default retries; ClientRecovered those its
 	// retries would have turned into a late answer, the longest of them
 	// MaxAddedWait late. A retry's outcome is read from the same backend's
 	// samples: the poller's own after an answer, the new-connection
 	// poller's after a connection error (the client dials again).
-	ClientLost, ClientRecovered int64
-	MaxAddedWait                time.Duration
+	ClientLost      int64         `json:"clientGoLost"`
+	ClientRecovered int64         `json:"clientGoRecovered"`
+	MaxAddedWait    time.Duration `json:"maxAddedWaitNs"`
 	// Discounted counts failures inside a measuring-side-unreliable window
 	// (see Discount).
-	Discounted int64
+	Discounted int64 `json:"discounted"`
 
 	failures []span
 }
@@ -304,4 +307,54 @@ func writeOutcomes(b *strings.Builder, a *Analysis) {
 		}
 		fmt.Fprintf(b, "The measuring side was unreliable in %d window(s), %s in all (the control poller's stalls or failures, or a failed canary): DISCOUNTED failures fell inside them; DISRUPTED still counts them.\n", n, formatMs(d))
 	}
+}
+
+// writeCompareOutcomes is compare's graded view: per side and
+// backend-connection with failures, the failures summed over the side's
+// folders, how they grade, and what a client-go client would have lost.
+func writeCompareOutcomes(b *strings.Builder, c *Comparison) {
+	type row struct{ name, role string }
+	sums := map[row]*PollerOutcomes{}
+	var order []row
+	for _, s := range c.Sides {
+		for _, f := range s.Folders {
+			for _, name := range f.Pollers {
+				po, ok := f.Outcomes[name]
+				if !ok || po.Failures == 0 {
+					continue
+				}
+				k := row{name, s.Role}
+				t := sums[k]
+				if t == nil {
+					t = &PollerOutcomes{Name: name}
+					sums[k] = t
+					order = append(order, k)
+				}
+				t.Failures += po.Failures
+				t.Retryable += po.Retryable
+				t.Failed += po.Failed
+				t.ClientLost += po.ClientLost
+				t.ClientRecovered += po.ClientRecovered
+				t.Discounted += po.Discounted
+				t.MaxAddedWait = max(t.MaxAddedWait, po.MaxAddedWait)
+			}
+		}
+	}
+	if len(order) == 0 {
+		return
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		if order[i].name != order[j].name {
+			return order[i].name < order[j].name
+		}
+		return order[i].role < order[j].role
+	})
+	b.WriteString("\nOutcomes graded beside the disruption above (a 429 with Retry-After retryable, the rest failed), and what a client-go GET with its default retries would still have lost:\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BACKEND-CONNECTION\tSIDE\tFAILURES\tRETRYABLE\tFAILED\tCLIENT-GO LOST\tDISCOUNTED")
+	for _, k := range order {
+		t := sums[k]
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", k.name, k.role, t.Failures, t.Retryable, t.Failed, t.ClientLost, t.Discounted)
+	}
+	tw.Flush()
 }
