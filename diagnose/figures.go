@@ -103,6 +103,109 @@ type Figures struct {
 	// (intervals of different error classes that follow each other count
 	// as one run): 1 when every failure was a single request.
 	LongestRun int64 `json:"longestRun"`
+	// FailedPollers counts backend-connections with any failure; equal to
+	// Pollers when every variant of every backend failed.
+	FailedPollers int `json:"failedPollers"`
+	// Signals is the server-side evidence beside the failures, from
+	// results.SignalsFile; nil when the folder has none.
+	Signals *SignalFigures `json:"signals,omitempty"`
+}
+
+// SignalFigures are results.SignalsFile's signals within SignalWindow of
+// a failure interval: those that say storage (etcd) or CPU was under
+// pressure, counted per kind, and the sources they came from.
+type SignalFigures struct {
+	// Read counts every signal of the file; Near those within the window.
+	Read int `json:"read"`
+	Near int `json:"near"`
+	// Pressure counts, per kind, the signals near a failure that pass
+	// their kind's threshold (pressureThresholds); Sources names where
+	// they came from.
+	Pressure map[results.SignalKind]int `json:"pressure"`
+	Sources  []string                   `json:"sources"`
+	// Kinds lists every kind the file holds at all, so a check can say
+	// which it lacked rather than that they were quiet.
+	Kinds []results.SignalKind `json:"kinds"`
+}
+
+// SignalWindow is how far from a failure a signal counts as beside it:
+// TRT's window (openshift-eng/ai-helpers plugins/ci/skills/
+// analyze-disruption parse_disruption.py --window 60).
+const SignalWindow = 60 * time.Second
+
+// pressureThresholds are the values at which a metric signal says
+// pressure: etcd's own warnings (wal fsync over 1 s: "slow fdatasync";
+// apply over its 100 ms expected duration: "apply request took too long";
+// etcd-io/etcd server/storage/wal/wal.go, server/etcdserver/util.go), the
+// 25 ms backend commit TRT reads as disk pressure
+// (references/timeline-analysis.md), origin's CPUMonitor's 95 %, and any
+// leader change. Signals origin recorded in CI ("ci:" sources) are
+// events already over origin's thresholds and count as they are.
+var pressureThresholds = map[results.SignalKind]float64{
+	results.SignalEtcdWALFsync:       1,
+	results.SignalEtcdSlowApply:      0.1,
+	results.SignalEtcdBackendCommit:  0.025,
+	results.SignalEtcdRequestLatency: 1,
+	results.SignalEtcdLeaderChange:   1,
+	results.SignalNodeCPU:            0.95,
+}
+
+// readSignals reads results.SignalsFile, a line at a time, keeping only
+// the counts; a missing file leaves Signals nil.
+func (f *Figures) readSignals(path string, ivs []report.Interval) error {
+	file, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	sf := &SignalFigures{Pressure: map[results.SignalKind]int{}}
+	kinds, sources := map[results.SignalKind]bool{}, map[string]bool{}
+	sc := bufio.NewScanner(file)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for line := 1; sc.Scan(); line++ {
+		var s results.Signal
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			return fmt.Errorf("%s line %d: %v (regenerate the file)", path, line, err)
+		}
+		sf.Read++
+		kinds[s.Kind] = true
+		end := s.To
+		if end.IsZero() {
+			end = s.At
+		}
+		near := false
+		for _, iv := range ivs {
+			if !iv.SamplerOutage && !s.At.After(iv.To.Add(SignalWindow)) && !end.Before(iv.From.Add(-SignalWindow)) {
+				near = true
+				break
+			}
+		}
+		if !near {
+			continue
+		}
+		sf.Near++
+		th, ok := pressureThresholds[s.Kind]
+		if ok && (strings.HasPrefix(s.Source, "ci:") || s.Value >= th) {
+			sf.Pressure[s.Kind]++
+			sources[s.Source] = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	for k := range kinds {
+		sf.Kinds = append(sf.Kinds, k)
+	}
+	sort.Slice(sf.Kinds, func(i, j int) bool { return sf.Kinds[i] < sf.Kinds[j] })
+	for s := range sources {
+		sf.Sources = append(sf.Sources, s)
+	}
+	sort.Strings(sf.Sources)
+	f.Signals = sf
+	return nil
 }
 
 func (f *Figures) classList() string {
@@ -199,9 +302,15 @@ func Measure(dir string) (*Figures, error) {
 		if n > fig.MaxPoller {
 			fig.MaxPoller = n
 		}
+		if n > 0 {
+			fig.FailedPollers++
+		}
 		fig.Disrupted += p.Disrupted
 	}
 	fig.LongestRun = longestRun(a.Intervals)
+	if err := fig.readSignals(f.Path(results.SignalsFile), a.Intervals); err != nil {
+		return nil, err
+	}
 	if err := fig.countUnanswered(f.Path(results.SamplesFile)); err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -172,6 +173,8 @@ type Run struct {
 	// empty when they connect to the server directly. With a proxy, a "new
 	// connection" is new from the client to the proxy only.
 	Proxy string `json:"proxy,omitempty"`
+	// Credentials says where the credentials came from, never the secret.
+	Credentials *Credentials `json:"credentials,omitempty"`
 	// Clock is the server's clock against ours, measured before the run.
 	Clock *Clock `json:"clock,omitempty"`
 	// Extra is for later producers: cluster version, platform, scenario,
@@ -296,6 +299,80 @@ func (f *Folder) ReadRun() (*Run, error) {
 	return &r, nil
 }
 
+// Credentials says where a run's credentials came from and how the server
+// was verified, never the secret itself.
+type Credentials struct {
+	// Source is "flags" (--token, --client-certificate/--client-key given
+	// on the command line, nothing read from a kubeconfig), "kubeconfig",
+	// "in-cluster", or "none".
+	Source string `json:"source"`
+	// Flags names the credential flags used, e.g. ["--token"].
+	Flags []string `json:"flags,omitempty"`
+	// File, Context and User name the kubeconfig entry used (Source
+	// "kubeconfig").
+	File    string `json:"file,omitempty"`
+	Context string `json:"context,omitempty"`
+	User    string `json:"user,omitempty"`
+	// Insecure is true when the server's certificate is not verified
+	// (--insecure-skip-tls-verify, or insecure-skip-tls-verify in the
+	// kubeconfig).
+	Insecure bool `json:"insecureSkipTLSVerify,omitempty"`
+}
+
+// String says it in one line for the preview, e.g. "flag --token" or
+// "kubeconfig /home/u/kc, context admin, user admin".
+func (c Credentials) String() string {
+	var s string
+	switch c.Source {
+	case "flags":
+		s = "flag " + strings.Join(c.Flags, ", ")
+		if len(c.Flags) == 0 {
+			s = "flags (none given)"
+		}
+	case "kubeconfig":
+		s = "kubeconfig " + c.File
+		if c.Context != "" {
+			s += ", context " + c.Context
+		}
+		if c.User != "" {
+			s += ", user " + c.User
+		}
+		if len(c.Flags) > 0 {
+			s += " (overridden by flag " + strings.Join(c.Flags, ", ") + ")"
+		}
+	default:
+		s = c.Source
+	}
+	if c.Insecure {
+		s += "; TLS verification OFF"
+	}
+	return s
+}
+
+// RedactURL removes the user info (user:password@) from a URL, so a
+// password typed into --server never reaches the terminal, a log or a
+// results file. Text that does not parse as a URL with a host is returned
+// as it is.
+func RedactURL(raw string) string {
+	if !strings.Contains(raw, "@") {
+		return raw
+	}
+	if !strings.Contains(raw, "://") {
+		// A scheme-less host (user:pass@host:port), as --server takes it.
+		if u, err := url.Parse("//" + raw); err == nil && u.User != nil && u.Host != "" {
+			u.User = nil
+			return strings.TrimPrefix(u.String(), "//")
+		}
+		return raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil || u.Host == "" {
+		return raw
+	}
+	u.User = nil
+	return u.String()
+}
+
 // secretFlags are flags whose values never reach run.json.
 var secretFlags = map[string]bool{
 	"--token": true, "--password": true, "--username": false,
@@ -304,10 +381,16 @@ var secretFlags = map[string]bool{
 
 // RedactArgs returns a copy of a command line with the values of secret
 // flags (--token, --password, in "--flag value" and "--flag=value" forms)
-// replaced by REDACTED.
+// replaced by REDACTED, and user info removed from every URL (RedactURL).
 func RedactArgs(args []string) []string {
 	out := make([]string, len(args))
-	copy(out, args)
+	for i, a := range args {
+		if name, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "-") {
+			out[i] = name + "=" + RedactURL(v)
+		} else {
+			out[i] = RedactURL(a)
+		}
+	}
 	for i := 0; i < len(out); i++ {
 		a := out[i]
 		name, _, hasValue := strings.Cut(a, "=")

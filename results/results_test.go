@@ -165,3 +165,21 @@ func TestLabLineNamesTheLoadBalancer(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://alice:PASS@127.0.0.1:6443/x":  "https://127.0.0.1:6443/x",
+		"alice:PASS@127.0.0.1:6443":            "127.0.0.1:6443",
+		"https://127.0.0.1:6443":               "https://127.0.0.1:6443",
+		"--server=https://a:b@h:1":             "--server=https://a:b@h:1", // RedactURL takes one URL
+		"user@example.com is not a URL to cut": "user@example.com is not a URL to cut",
+	} {
+		if got := results.RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+	got := results.RedactArgs([]string{"repro", "--server=https://a:PASS@h:1", "--server", "a:PASS@h:1", "--token", "T"})
+	if strings.Contains(strings.Join(got, " "), "PASS") || got[5] != "REDACTED" {
+		t.Errorf("RedactArgs kept a secret: %q", got)
+	}
+}

@@ -30,6 +30,9 @@ type Target struct {
 	Context string
 	// Lab holds the lab's settings for run.json (nil on a cluster).
 	Lab map[string]any
+	// Credentials says where the credentials came from, for the preview
+	// and run.json (zero on the lab).
+	Credentials results.Credentials
 }
 
 // Polling are the pollers' settings.
@@ -134,6 +137,9 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 	if auth == "token" {
 		s.Log.Warn("the kubeconfig authenticates with a bearer token: on OpenShift it is checked through the oauth-apiserver, and a restarted kube-apiserver starts with a cold token cache, so 401s during a rollout are an authentication outage, not a network one; a client-certificate kubeconfig (the installer's auth/kubeconfig) avoids them")
 	}
+	if rc.Insecure && s.Target.Live {
+		s.Log.Warn("TLS verification is off (insecure-skip-tls-verify): the server's certificate is not checked, so this may not be the cluster you named")
+	}
 	if p.info, err = trigger.Describe(ctx, p.clients); err != nil {
 		return nil, err
 	}
@@ -182,9 +188,13 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 	run := results.NewRun(s.Command, s.Args, time.Now())
 	run.Server = p.prober.Server()
 	run.Auth, run.Proxy, run.Clock = auth, proxy, p.clock
+	if s.Target.Credentials.Source != "" {
+		c := s.Target.Credentials
+		run.Credentials = &c
+	}
 	run.Settings = map[string]any{
 		"interval": s.Polling.Interval.String(), "probeTimeout": s.Polling.ProbeTimeout.String(),
-		"backends": backendNames(s.Polling.Backends), "http2": s.Polling.HTTP2,
+		"backends": backendNames(s.Polling.Backends), "http2": s.Polling.HTTP2, "pollers": p.prober.PollerNames(),
 		"inFlightBound": prober.InFlightBound(s.Polling.ProbeTimeout, s.Polling.Interval),
 		"baseline":      s.Timings.Baseline.String(),
 		"maxDisruption": s.MaxDisruption.String(),
@@ -296,7 +306,14 @@ func (p *prepared) preview() string {
 	fmt.Fprintf(&b, "  context:        %s\n", ctxName)
 	fmt.Fprintf(&b, "  cluster:        %s\n", DescribeCluster(p.info))
 	fmt.Fprintf(&b, "  kube-apiserver: %s\n", p.status)
-	fmt.Fprintf(&b, "  auth:           %s\n", p.run.Auth)
+	auth := p.run.Auth
+	if c := s.Target.Credentials; c.Source != "" {
+		auth += " from " + c.String()
+	}
+	fmt.Fprintf(&b, "  auth:           %s\n", auth)
+	if s.Target.Config.Insecure {
+		fmt.Fprintf(&b, "  TLS:            the server's certificate is NOT verified (insecure-skip-tls-verify)\n")
+	}
 	if p.run.Proxy != "" {
 		fmt.Fprintf(&b, "  proxy:          %s (new connections are new to the proxy only)\n", p.run.Proxy)
 	}

@@ -148,7 +148,7 @@ func MissingPermissions(ctx context.Context, kube kubernetes.Interface, perms []
 	var missing []Permission
 	for _, p := range perms {
 		var res *authorizationv1.SelfSubjectAccessReview
-		err := retryTransient(ctx, func(ctx context.Context) error {
+		err := checkCall(ctx, func(ctx context.Context) error {
 			var err error
 			res, err = kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, p.review(), metav1.CreateOptions{})
 			return err

@@ -67,6 +67,10 @@ func (p *pollingFlags) bind(f *pflag.FlagSet) {
 	f.StringVar(&p.control, "control", "", "also poll this URL outside the cluster, on the same network path, to tell this side's network from the cluster's")
 }
 
+// minProbeTimeout is the smallest --probe-timeout taken: a TCP and TLS
+// handshake and a response must fit in it, even on a loaded laptop.
+const minProbeTimeout = 100 * time.Millisecond
+
 // defaultProbeTimeout is --probe-timeout's default, the prober's own.
 const defaultProbeTimeout = prober.DefaultProbeTimeout
 
@@ -75,8 +79,8 @@ func (p *pollingFlags) settings() (scenarios.Polling, error) {
 	if p.interval < prober.MinInterval {
 		return scenarios.Polling{}, fmt.Errorf("--interval %v is below the minimum of %v", p.interval, prober.MinInterval)
 	}
-	if p.probeTimeout <= 0 {
-		return scenarios.Polling{}, fmt.Errorf("--probe-timeout must be positive, got %v", p.probeTimeout)
+	if p.probeTimeout < minProbeTimeout {
+		return scenarios.Polling{}, fmt.Errorf("--probe-timeout %v is below the minimum of %v (dial, TLS and response headers share 4/5 of it)", p.probeTimeout, minProbeTimeout)
 	}
 	if p.control != "" {
 		if _, _, err := scenarios.ParseControlURL(p.control); err != nil {
@@ -187,10 +191,26 @@ func foundKubeconfig() string {
 	return ""
 }
 
+// maxIterations bounds --iterations: each iteration is a full rollout
+// (about 10-20 minutes on a cluster), so more is a typo, not a plan.
+const maxIterations = 1000
+
+// why says why a run uses the lab.
+func why(ro *runOptions, found string) string {
+	if ro.useLab {
+		return "--lab"
+	}
+	w := "no cluster named (--kubeconfig, --context, --server or KUBECONFIG)"
+	if found != "" {
+		w += "; " + found + " was found and not used"
+	}
+	return w
+}
+
 // validate checks the run's own flags: one line for the first bad one.
 func (ro *runOptions) validate() error {
-	if ro.iterations < 1 {
-		return fmt.Errorf("--iterations must be at least 1, got %d", ro.iterations)
+	if ro.iterations < 1 || ro.iterations > maxIterations {
+		return fmt.Errorf("--iterations must be 1..%d, got %d", maxIterations, ro.iterations)
 	}
 	for _, d := range []struct {
 		name string
@@ -222,18 +242,16 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	if err != nil {
 		return err
 	}
+	found := foundKubeconfig()
 	vantages, err := vantage.Parse(ro.vantages)
 	if err != nil {
 		return err
 	}
-	// A run goes live only when a cluster is named; a dry run changes
-	// nothing and may look at the cluster oc would use.
+	// A run, and its dry run, go live only when a cluster is named: a dry
+	// run resolves its target exactly as the run does, so with no cluster
+	// named it is the lab's dry run and touches no cluster at all.
 	named := explicitTarget(o)
-	found := foundKubeconfig()
 	onLab := ro.useLab || !named
-	if ro.dryRun && !ro.useLab && !named && found != "" {
-		onLab = false
-	}
 	timings := scenarios.LiveTimings()
 	if onLab {
 		timings = scenarios.LabTimings()
@@ -262,13 +280,11 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	if ro.dryRun {
 		printPlan(out, ro, sc, timings, runID, onLab)
 		if onLab {
-			fmt.Fprintln(out, "dry run: nothing was started or changed")
+			printLabPlan(out, labOpts, polling.ProbeTimeout, why(ro, found))
+			fmt.Fprintln(out, "dry run: nothing was built, started or changed, and no request was sent")
 			return nil
 		}
-		if !named {
-			fmt.Fprintf(out, "no cluster named: checking %s, which a real run would not use without --kubeconfig\n", found)
-		}
-		if session.Target, err = liveTarget(o); err != nil {
+		if session.Target, err = runTarget(o); err != nil {
 			return err
 		}
 		if err := session.DryRun(ctx); err != nil {
@@ -304,13 +320,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 
 	var theLab *lab.Lab
 	if onLab {
-		why := "no cluster named (--kubeconfig, --context, --server or KUBECONFIG)"
-		if ro.useLab {
-			why = "--lab"
-		} else if found != "" {
-			why += "; " + found + " was found and not used"
-		}
-		fmt.Fprintf(out, "%s: starting the lab (%d real kube-apiservers behind an NLB-like load balancer; timing %s, probe timeout %v)\n", why, labOpts.Nodes, labOpts.Timing, polling.ProbeTimeout)
+		fmt.Fprintf(out, "%s: starting the lab (%d real kube-apiservers behind an NLB-like load balancer; timing %s, probe timeout %v)\n", why(ro, found), labOpts.Nodes, labOpts.Timing, polling.ProbeTimeout)
 		opts := labOpts
 		// The lab's process chatter goes to repro.log; warnings also to the screen.
 		opts.Logger = o.quietLogger().Named("lab")
@@ -326,7 +336,13 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 			}
 			return fmt.Errorf("lab did not start: %w", err)
 		}
-		defer theLab.Stop()
+		defer func() {
+			if ctx.Err() != nil {
+				// One line: the teardown is the only wait left.
+				fmt.Fprintf(os.Stderr, "repro: stopping the lab; its apiservers may take up to their grace period (%v) to exit (Ctrl-C again to exit at once)\n", theLab.Options().GracePeriod)
+			}
+			theLab.Stop()
+		}()
 		fmt.Fprintf(out, "lab is up in %s at %s (%s load balancer)\n", time.Since(started).Round(time.Millisecond), theLab.URL(), theLab.LBKind())
 		session.Target = scenarios.Target{Config: theLab.RESTConfig(), Lab: labSettings(theLab, ro.lab.sets)}
 		session.BeforeFinish = func(run *results.Run) {
@@ -340,7 +356,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 			}
 		}
 	} else {
-		if session.Target, err = liveTarget(o); err != nil {
+		if session.Target, err = runTarget(o); err != nil {
 			logFile()
 			folder.RemoveIfEmpty()
 			return err
@@ -415,31 +431,18 @@ func setVantages(ctx context.Context, s *scenarios.Session, l *lab.Lab, names []
 		if err != nil {
 			return err
 		}
-		if targets, err = vantage.Resolve(ctx, c, s.Target.Config.Host, names); err != nil {
+		// A few reads (Infrastructure, EndpointSlices, Nodes), bounded
+		// together like one of the trigger's calls.
+		rctx, cancel := context.WithTimeout(ctx, trigger.CallTimeout)
+		targets, err = vantage.Resolve(rctx, c, s.Target.Config.Host, names)
+		cancel()
+		if err != nil {
 			return err
 		}
 		s.ExtraPermissions = append(s.ExtraPermissions, trigger.VantagePermissions...)
 	}
 	s.Polling.Targets = targets
 	return nil
-}
-
-// liveTarget is the named cluster's configuration.
-func liveTarget(o *rootOptions) (scenarios.Target, error) {
-	rc, err := restConfig(o)
-	if err != nil {
-		return scenarios.Target{}, err
-	}
-	t := scenarios.Target{Config: rc, Live: true}
-	if o.configFlags.APIServer == nil || *o.configFlags.APIServer == "" {
-		if raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
-			t.Context = raw.CurrentContext
-		}
-		if o.configFlags.Context != nil && *o.configFlags.Context != "" {
-			t.Context = *o.configFlags.Context
-		}
-	}
-	return t, nil
 }
 
 // finishRun derives the report from the folder, prints the summary and
@@ -571,4 +574,27 @@ func printPlan(out io.Writer, ro *runOptions, sc scenarios.Scenario, t scenarios
 			fmt.Fprintf(out, "    follow the rollout (limit %v, settle %v), then cool down %v\n", t.FollowTimeout, t.Settle, t.CoolDown)
 		}
 	}
+}
+
+// printLabPlan says, for a lab dry run, what lab a run would start, from
+// the validated options; it looks at the binary cache and builds nothing.
+func printLabPlan(out io.Writer, o lab.Options, probeTimeout time.Duration, why string) {
+	fmt.Fprintf(out, "lab (%s):\n", why)
+	fmt.Fprintf(out, "  %d nodes, timing %s, load balancer %s, listen %s\n", o.Nodes, o.Timing.Name, o.LB, o.Listen)
+	kas := "kube-apiserver " + binaries.KubeAPIServer.Version
+	if o.KubeAPIServer != "" {
+		kas = "kube-apiserver " + o.KubeAPIServer
+	} else if spec, err := binaries.KubeAPIServerFor(o.KubeVersion); err == nil {
+		kas = "kube-apiserver " + spec.Version
+		if _, ok, err := binaries.Path(spec, binaries.Options{}); err == nil && !ok {
+			kas += " (not built yet: the run builds it first, about " + spec.ColdBuild.String() + "; \"repro lab build\" does it now)"
+		}
+	}
+	fmt.Fprintf(out, "  %s\n", kas)
+	fmt.Fprintf(out, "  shutdown delay %v, grace period %v, min ready time %v, probe interval %v\n", o.ShutdownDelay, o.GracePeriod, o.MinReadyTime, o.ProbeInterval)
+	fmt.Fprintf(out, "  load balancer health check every %v, timeout %v, healthy after %d, unhealthy after %d\n", o.Health.Interval, o.Health.Timeout, o.Health.HealthyThreshold, o.Health.UnhealthyThreshold)
+	if o.Profile != "" {
+		fmt.Fprintf(out, "  profile %s\n", o.Profile)
+	}
+	fmt.Fprintf(out, "  probe timeout %v\n", probeTimeout)
 }
