@@ -173,3 +173,16 @@ func (f *Figures) outcomes(a *report.Analysis) {
 		}
 	}
 }
+
+// outcomesLine is the headline's graded view beside the raw count.
+func outcomesLine(f *Figures) string {
+	o := f.Outcomes
+	if o == nil || o.Failures == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("; graded: %d retryable (429 with Retry-After), %d failed; a client-go GET with its default retries would have lost %d", o.Retryable, o.Failed, o.ClientLost)
+	if o.Discounted > 0 {
+		s += fmt.Sprintf("; %d inside %d window(s) where the measuring side was unreliable (discounted)", o.Discounted, f.UnreliableWindows)
+	}
+	return s
+}
