@@ -155,7 +155,7 @@ func TestAttributionIsRead(t *testing.T) {
 	}
 	// Without the file, the same folder cannot test it.
 	dir := copyFolder(t, filepath.Join("testdata", "etcd-stall-attributed"))
-	if err := os.Remove(filepath.Join(dir, AttributionFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, results.AttributionFile)); err != nil {
 		t.Fatal(err)
 	}
 	r, err = Diagnose(dir)
@@ -169,7 +169,7 @@ func TestAttributionIsRead(t *testing.T) {
 
 func TestMalformedAttribution(t *testing.T) {
 	dir := copyFolder(t, filepath.Join("testdata", "short-shutdown-delay"))
-	if err := os.WriteFile(filepath.Join(dir, AttributionFile), []byte("{\"verdict\":\"answered\"}\nnot json\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, results.AttributionFile), []byte("{\"verdict\":\"answered\"}\nnot json\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Diagnose(dir)

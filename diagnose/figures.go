@@ -14,13 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/repro-tools/repro/metrics"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
 )
-
-// AttributionFile is attribution's file in a results folder: one verdict
-// per failed sample (package attribute).
-const AttributionFile = results.AttributionFile
 
 // Figures are what diagnose measures of a results folder, the evidence
 // every fingerprint is compared with.
@@ -123,6 +120,11 @@ type Figures struct {
 	// Signals is the server-side evidence beside the failures, from
 	// results.SignalsFile; nil when the folder has none.
 	Signals *SignalFigures `json:"signals,omitempty"`
+	// ServerMetrics is what the servers' own metrics (signals.jsonl) say:
+	// which apiservers' latency went up against their own baseline. A
+	// shared stall predicts every apiserver, an etcd stall on one node that
+	// one, a load-balancer mechanism none. Nil without signals.
+	ServerMetrics *metrics.Figures `json:"serverMetrics,omitempty"`
 }
 
 // SignalFigures are results.SignalsFile's signals within SignalWindow of
@@ -267,17 +269,15 @@ func Measure(dir string) (*Figures, error) {
 		if d, err := time.ParseDuration(fmt.Sprint(run.Settings["probeTimeout"])); err == nil && d > 0 {
 			fig.HeaderTimeout = d * 4 / 5
 		}
-		if l, ok := run.Extra["lab"].(map[string]any); ok {
+		if l := run.Lab(); l != nil {
 			fig.Lab = "healthy"
-			if p, ok := l["profile"].(string); ok && p != "" {
-				fig.Lab = p
+			if l.Profile != "" {
+				fig.Lab = l.Profile
 			}
-			if k, ok := l["knobs"].(map[string]any); ok {
-				iv, err1 := time.ParseDuration(fmt.Sprint(k["lb-health-interval"]))
-				n, err2 := strconv.Atoi(fmt.Sprint(k["lb-unhealthy-threshold"]))
-				if err1 == nil && err2 == nil && iv > 0 {
-					fig.Detection, fig.DetectionFrom = iv*time.Duration(n+1), fmt.Sprintf("the lab's health check, %s x %d", iv, n)
-				}
+			iv, ok1 := l.KnobDuration("lb-health-interval")
+			n, ok2 := l.KnobInt("lb-unhealthy-threshold")
+			if ok1 && ok2 && iv > 0 {
+				fig.Detection, fig.DetectionFrom = iv*time.Duration(n+1), fmt.Sprintf("the lab's health check, %s x %d", iv, n)
 			}
 		}
 	}
@@ -333,6 +333,9 @@ func Measure(dir string) (*Figures, error) {
 		return nil, err
 	}
 	fig.Timeline = len(tl.Iterations) > 0
+	if err := fig.readServerMetrics(f, tl); err != nil {
+		return nil, err
+	}
 	for _, it := range tl.Iterations {
 		if len(it.Nodes) > fig.RolledNodes {
 			fig.RolledNodes = len(it.Nodes)
@@ -349,7 +352,7 @@ func Measure(dir string) (*Figures, error) {
 	// ones included; attribution names only those that logged the request,
 	// so its nodes stand in only where there are no LB records (live).
 	{
-		if _, err := os.Stat(f.Path(report.LBRecordsFile)); err == nil {
+		if _, err := os.Stat(f.Path(results.LBConnectionsFile)); err == nil {
 			for _, p := range ps {
 				for node, n := range parseServedBy(p.ServedBy) {
 					fig.HasServedBy = true
@@ -365,7 +368,7 @@ func Measure(dir string) (*Figures, error) {
 			}
 		}
 	}
-	if err := fig.lbVerdicts(f.Path(report.LBRecordsFile), tl); err != nil {
+	if err := fig.lbVerdicts(f.Path(results.LBConnectionsFile), tl); err != nil {
 		return nil, err
 	}
 	health, sources, err := readLBHealth(f.Path(results.SignalsFile))
@@ -375,7 +378,7 @@ func Measure(dir string) (*Figures, error) {
 	fig.lbHealth(health, sources, tl)
 	fig.outcomes(a)
 	lbServed := fig.HasServedBy
-	recs, err := readAttribution(f.Path(AttributionFile))
+	recs, err := readAttribution(f.Path(results.AttributionFile))
 	if err != nil {
 		return nil, err
 	}
@@ -615,4 +618,46 @@ func longestRun(ivs []report.Interval) int64 {
 		}
 	}
 	return longest
+}
+
+// readServerMetrics reads signals.jsonl (results.ReadSignals, the one reader of
+// the schema) into ServerMetrics, each instance's baseline ending at the
+// first trigger.
+func (f *Figures) readServerMetrics(folder *results.Folder, tl *report.Timeline) error {
+	sigs, _, err := results.ReadSignals(folder.Path(results.SignalsFile))
+	if err != nil || len(sigs) == 0 {
+		return err
+	}
+	var baselineEnd time.Time
+	if len(tl.Iterations) > 0 {
+		baselineEnd = tl.Iterations[0].Trigger
+	}
+	f.ServerMetrics = metrics.Summarize(sigs, baselineEnd)
+	return nil
+}
+
+// serverMetricsLine says in one line where the servers' latency went up,
+// "" without server metrics.
+func (f *Figures) serverMetricsLine() string {
+	if f == nil || f.ServerMetrics == nil || len(f.ServerMetrics.APIServers) == 0 {
+		return ""
+	}
+	m := f.ServerMetrics
+	s := fmt.Sprintf("apiserver latency up on %d of %d apiservers", len(m.LatencyUp), len(m.APIServers))
+	if len(m.LatencyUp) > 0 {
+		s += " (" + strings.Join(m.LatencyUp, ", ") + ")"
+	}
+	s += fmt.Sprintf(", etcd latency up on %d", len(m.EtcdUp))
+	if len(m.EtcdUp) > 0 {
+		s += " (" + strings.Join(m.EtcdUp, ", ") + ")"
+	}
+	switch m.Shape {
+	case "every-apiserver":
+		s += ": a stall every apiserver shares (etcd, CPU, priority and fairness)"
+	case "one-apiserver":
+		s += ": one apiserver's own path (as an etcd stall on its node)"
+	case "none":
+		s += ": the servers answered as in the baseline, so a failure lies between client and server (the load balancer)"
+	}
+	return s
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/repro-tools/repro/lab/operator"
 	"github.com/repro-tools/repro/lab/pki"
 	"github.com/repro-tools/repro/lab/proc"
+	"github.com/repro-tools/repro/lab/promserver"
 )
 
 // Namespace is where OpenShift runs the kube-apiserver static pods.
@@ -97,6 +98,9 @@ type Lab struct {
 	replicas []*Replica
 	epMu     sync.Mutex
 	epClient kubernetes.Interface
+
+	// prom is the lab's Prometheus (prometheus.go), nil without one.
+	prom *promserver.Server
 }
 
 // Balancer is what the lab needs of its load balancer; lab/lb's Go proxy
@@ -249,7 +253,6 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	}
 	results := make(chan started, len(l.nodes))
 	for _, n := range l.nodes {
-		n := n
 		l.lb.SetRegistered(n.name, false)
 		go func() { results <- started{n, n.start(ctx, 1)} }()
 	}
@@ -288,7 +291,6 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	// in service.
 	warmErrs := make(chan error, len(l.nodes))
 	for _, n := range l.nodes {
-		n := n
 		go func() { warmErrs <- n.warmUp(ctx) }()
 	}
 	for range l.nodes {
@@ -315,6 +317,11 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	}
 	if err := l.startAggregated(wctx); err != nil {
 		return nil, err
+	}
+	if bins.Prometheus != "" {
+		if err := l.startPrometheus(wctx, bins.Prometheus); err != nil {
+			return nil, err
+		}
 	}
 
 	if l.op, err = operator.New(operator.Options{
@@ -344,6 +351,8 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 // BinaryPaths are the programs a lab runs.
 type BinaryPaths struct {
 	KubeAPIServer, Etcd, Aggregated string
+	// Prometheus is "" unless Options.Prometheus.
+	Prometheus string
 }
 
 // Binaries returns the programs a lab with opts runs, building into the
@@ -369,6 +378,11 @@ func Binaries(ctx context.Context, opts Options) (BinaryPaths, error) {
 			return b, fmt.Errorf("the lab's aggregated API server %s is not built yet and building it needs a Go toolchain: %w (install Go 1.24 or newer, or run repro lab build once where Go is)", aggregated.Spec.Version, binaries.ErrNoGoToolchain)
 		}
 		return b, err
+	}
+	if opts.Prometheus {
+		if b.Prometheus, err = resolveBinary(ctx, "", binaries.Prometheus, opts.BuildProgress); err != nil {
+			return b, err
+		}
 	}
 	return b, nil
 }
@@ -532,6 +546,7 @@ func (l *Lab) Stop() error {
 	l.stopOnce.Do(func() {
 		defer close(l.stopped)
 		l.cancel()
+		errs0 := l.stopPrometheus()
 		if l.events != nil {
 			l.events.close()
 		}
@@ -540,7 +555,6 @@ func (l *Lab) Stop() error {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, n := range l.nodes {
-			n := n
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -584,7 +598,7 @@ func (l *Lab) Stop() error {
 		if l.tempDir && l.dir != "" {
 			errs = appendErr(errs, os.RemoveAll(l.dir))
 		}
-		l.stopErr = errors.Join(errs...)
+		l.stopErr = errors.Join(append(errs, errs0)...)
 	})
 	return l.stopErr
 }

@@ -76,6 +76,10 @@ type Options struct {
 	Faults Faults
 	// Profile names the profile Options were built from, for the record.
 	Profile string
+	// Prometheus runs the lab's own Prometheus (prometheus.go), scraping
+	// every server each second, for a run's metrics; it costs a little CPU
+	// the lab's timings share, so it is off unless asked for.
+	Prometheus bool
 	// ConnRecords, if set, is a file the load balancer streams its
 	// connection records to as JSON lines.
 	ConnRecords string

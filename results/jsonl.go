@@ -38,7 +38,17 @@ type JSONLWriter struct {
 
 // CreateJSONL creates (or truncates) path and starts the periodic flusher.
 func CreateJSONL(path string) (*JSONLWriter, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	return openJSONL(path, os.O_TRUNC)
+}
+
+// AppendJSONL opens path for appending (creating it) and starts the
+// periodic flusher: a file that more than one step of a run adds to.
+func AppendJSONL(path string) (*JSONLWriter, error) {
+	return openJSONL(path, os.O_APPEND)
+}
+
+func openJSONL(path string, mode int) (*JSONLWriter, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|mode, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %s", path, rootCause(err))
 	}
@@ -148,6 +158,8 @@ type ReadStats struct {
 	TruncatedLast bool
 	// Bytes is the size of the data read.
 	Bytes int64
+	// Dropped counts lines read but not kept, past a reader's bound.
+	Dropped int64
 }
 
 // OpenRegular opens path for reading, refusing anything but a regular file

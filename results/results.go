@@ -30,7 +30,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -58,6 +60,9 @@ const (
 // Folder is an existing results folder.
 type Folder struct {
 	dir string
+	// signals is the folder's one signals.jsonl writer (SignalWriter).
+	sigMu   sync.Mutex
+	signals *JSONLWriter
 }
 
 // DefaultDir returns ./repro-results/<UTC timestamp>-<command>, the folder
@@ -416,28 +421,34 @@ func rootCause(err error) string {
 	return err.Error()
 }
 
-// LabLine describes the lab a run measured, from Extra["lab"] as repro run
-// records it: its profile, time scale, load balancer (kernel pass-through
+// LabLine describes the lab a run measured, from the LabRecord repro run
+// records: its profile, time scale, load balancer (kernel pass-through
 // or Go proxy), the durations that decide whether a
 // rollout loses requests, and the probe timeout. It is "" for a run on a
 // cluster, so every reader of a results folder states the scale the same way.
 func (r *Run) LabLine() string {
-	l, ok := r.Extra["lab"].(map[string]any)
-	if !ok {
+	l := r.Lab()
+	if l == nil {
 		return ""
 	}
-	str := func(k string) string {
-		if v, ok := l[k]; ok && v != nil {
-			return fmt.Sprint(v)
+	str := func(v string) string {
+		if v == "" {
+			return "?"
 		}
-		return "?"
+		return v
 	}
-	profile := str("profile")
-	if profile == "" || profile == "?" {
+	num := func(n int) string {
+		if n == 0 {
+			return "?"
+		}
+		return strconv.Itoa(n)
+	}
+	profile := l.Profile
+	if profile == "" {
 		profile = "healthy"
 	}
-	timing := str("timing")
-	if f := str("timingFactor"); f != "?" && f != "1" {
+	timing := str(l.Timing)
+	if f := num(l.TimingFactor); f != "?" && f != "1" {
 		timing += " (AWS durations / " + f + ")"
 	} else if timing != "?" {
 		timing += " (AWS durations as they are)"
@@ -447,15 +458,15 @@ func (r *Run) LabLine() string {
 		probe = fmt.Sprint(v)
 	}
 	kube := ""
-	if v := str("kubeVersion"); v != "?" {
-		kube = "kube-apiserver " + v + ", "
+	if l.KubeVersion != "" {
+		kube = "kube-apiserver " + l.KubeVersion + ", "
 	}
 	// Runs from before the kernel LB recorded none: theirs was the proxy.
 	lb := "proxy"
-	if v, ok := l["lb"].(string); ok && v != "" {
-		lb = v
+	if l.LB != "" {
+		lb = l.LB
 	}
 	return fmt.Sprintf(kube+"profile %s, timing %s, %s load balancer: shutdown delay %s, grace %s, LB health check every %s (timeout %s, %s/%s), probe timeout %s",
-		profile, timing, lb, str("shutdownDelay"), str("gracePeriod"), str("lbHealthInterval"), str("lbHealthTimeout"),
-		str("lbHealthyThreshold"), str("lbUnhealthyThreshold"), probe)
+		profile, timing, lb, str(l.ShutdownDelay), str(l.GracePeriod), str(l.LBHealthInterval), str(l.LBHealthTimeout),
+		num(l.LBHealthyThreshold), num(l.LBUnhealthyThreshold), probe)
 }

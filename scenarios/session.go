@@ -29,7 +29,7 @@ type Target struct {
 	// Context is the kubeconfig context in use ("" with --server or on the lab).
 	Context string
 	// Lab holds the lab's settings for run.json (nil on a cluster).
-	Lab map[string]any
+	Lab *results.LabRecord
 	// Credentials says where the credentials came from, for the preview
 	// and run.json (zero on the lab).
 	Credentials results.Credentials
@@ -93,6 +93,9 @@ type Session struct {
 	// BeforeFinish, if set, may add to run.json after the pollers stopped
 	// and before it is written for the last time.
 	BeforeFinish func(*results.Run)
+	// DuringRun, if set, starts beside the pollers once the checks passed
+	// (the metrics scraper); the function it returns stops it when they stop.
+	DuringRun func(ctx context.Context) (stop func())
 }
 
 // ErrDeclined is returned when the user answers no to the confirmation.
@@ -208,7 +211,7 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 		run.SetExtra("revisionBefore", p.status.LatestAvailableRevision)
 	}
 	run.SetExtra("scenario", s.Scenario.Name)
-	run.SetExtra("cluster", p.info)
+	run.SetCluster(p.info)
 	if s.Target.Live {
 		run.SetExtra("target", "cluster")
 		if s.Target.Context != "" {
@@ -216,7 +219,7 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 		}
 	} else {
 		run.SetExtra("target", "lab")
-		run.SetExtra("lab", s.Target.Lab)
+		run.SetLab(s.Target.Lab)
 	}
 	p.run = run
 	if err := s.prepareAWSLB(ctx, p); err != nil {
@@ -406,7 +409,12 @@ func (s *Session) Run(ctx context.Context, folder *results.Folder) (*results.Run
 		cfg.ClockOffset = p.clock.Offset
 	}
 	finishEvidence := s.startEvidence(ctx, p, folder)
+	stopDuring := func() {}
+	if s.DuringRun != nil {
+		stopDuring = s.DuringRun(ctx)
+	}
 	runErr := Execute(ctx, cfg)
+	stopDuring()
 	finishEvidence(run)
 	stop()
 	if s.BeforeFinish != nil {

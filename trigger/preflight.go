@@ -13,18 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/repro-tools/repro/results"
 )
 
-// ClusterInfo labels a run with what it ran against, so a 4.16 run and a
-// 4.17 run tell themselves apart. OpenShift is false on clusters without
-// config.openshift.io (the lab); the other fields are then empty.
-type ClusterInfo struct {
-	ServerVersion        string `json:"serverVersion,omitempty"`
-	OpenShift            bool   `json:"openshift"`
-	Version              string `json:"openshiftVersion,omitempty"`
-	Platform             string `json:"platform,omitempty"`
-	ControlPlaneTopology string `json:"controlPlaneTopology,omitempty"`
-}
+// ClusterInfo labels a run with what it ran against; it is the record
+// run.json keeps, so writer and readers share one type.
+type ClusterInfo = results.ClusterRecord
 
 // ErrRollingOut is returned by Preflight when a rollout is already under way
 // or the operator is not settled; --force goes on regardless.

@@ -98,7 +98,7 @@ func attributeRun(ctx context.Context, out io.Writer, cfg *rest.Config, dir stri
 			opts.To = *run.End
 		}
 	}
-	if opts.AnsweredBy, err = attribute.LBAnsweredBy(folder.Path(report.LBRecordsFile)); err != nil {
+	if opts.AnsweredBy, err = attribute.LBAnsweredBy(folder.Path(results.LBConnectionsFile)); err != nil {
 		return err
 	}
 	if len(failed) == 0 {

@@ -46,6 +46,7 @@ type runOptions struct {
 	vantages      []string
 	polling       pollingFlags
 	lab           labFlags
+	metrics       metricsFlags
 }
 
 // pollingFlags are the pollers' flags, shared by run and probe.
@@ -158,6 +159,7 @@ Exit codes: 0 done within limits, 3 disruption over --max-disruption,
 	f.BoolVar(&ro.attribute, "attribute", false, "after the run, say where each failed request went from the audit logs (as \"repro attribute\")")
 	f.StringArrayVar(&ro.vantages, "vantage", nil, "where to poll from, repeatable: "+strings.Join(vantage.Names, ", ")+" (default external-lb)")
 	ro.polling.bind(f)
+	ro.metrics.bind(f)
 	ro.lab.bind(cmd)
 	// A run keeps the load balancer's records in its results folder.
 	_ = cmd.Flags().MarkHidden("lb-records")
@@ -243,6 +245,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		return err
 	}
 	found := foundKubeconfig()
+	labOpts.Prometheus = ro.metrics.monitoring
 	vantages, err := vantage.Parse(ro.vantages)
 	if err != nil {
 		return err
@@ -370,6 +373,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		return err
 	}
 
+	mr := setupMetrics(session, theLab, folder, &ro.metrics, log)
 	view := newRolloutView(sc.Rollout)
 	session.OnEvent = view.observe
 	session.Progress = func(pr *prober.Prober, total time.Duration) (*zap.Logger, func()) {
@@ -386,6 +390,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		}
 		return runErr
 	}
+	mr.finish(ctx, out, session, run)
 	if ro.attribute {
 		// On the lab this runs before the lab stops: its kubelet
 		// endpoints serve the audit logs.
@@ -509,19 +514,19 @@ func startLab(ctx context.Context, opts lab.Options) (*lab.Lab, error) {
 
 // labSettings records the lab of a run for run.json; sets are the
 // --lab-set changes as typed, so a fix run names itself.
-func labSettings(l *lab.Lab, sets []string) map[string]any {
+func labSettings(l *lab.Lab, sets []string) *results.LabRecord {
 	o := l.Options()
-	return map[string]any{
-		"sets":  append([]string{}, sets...),
-		"nodes": o.Nodes, "shutdownDelay": o.ShutdownDelay.String(), "gracePeriod": o.GracePeriod.String(),
-		"minReadyTime": o.MinReadyTime.String(), "lbHealthInterval": o.Health.Interval.String(),
-		"lbHealthTimeout": o.Health.Timeout.String(), "lbHealthyThreshold": o.Health.HealthyThreshold,
-		"lbUnhealthyThreshold": o.Health.UnhealthyThreshold, "kubeAPIServer": o.KubeAPIServer,
-		"timing": o.Timing.Name, "timingFactor": o.Timing.Factor,
-		"profile": o.Profile, "knobs": lab.Settings(o), "lb": l.LBKind(),
+	return &results.LabRecord{
+		Sets:  append([]string{}, sets...),
+		Nodes: o.Nodes, ShutdownDelay: o.ShutdownDelay.String(), GracePeriod: o.GracePeriod.String(),
+		MinReadyTime: o.MinReadyTime.String(), LBHealthInterval: o.Health.Interval.String(),
+		LBHealthTimeout: o.Health.Timeout.String(), LBHealthyThreshold: o.Health.HealthyThreshold,
+		LBUnhealthyThreshold: o.Health.UnhealthyThreshold, KubeAPIServer: o.KubeAPIServer,
+		Timing: o.Timing.Name, TimingFactor: o.Timing.Factor,
+		Profile: o.Profile, Knobs: lab.Settings(o), LB: l.LBKind(),
 		// The release as the binary reported it, and whether it is the
 		// lab's default, so labels name a release only where it differs.
-		"kubeVersion": l.KubeVersion().String(), "kubeDefault": l.KubeVersion().GitVersion == binaries.KubeAPIServer.Version && o.KubeAPIServer == "",
+		KubeVersion: l.KubeVersion().String(), KubeDefault: l.KubeVersion().GitVersion == binaries.KubeAPIServer.Version && o.KubeAPIServer == "",
 	}
 }
 
