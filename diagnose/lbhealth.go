@@ -119,7 +119,7 @@ func (f *Figures) lbHealth(recs map[string][]healthRecord, sources []string, tl 
 			switch {
 			case up.IsZero() || w.Ready.IsZero():
 				f.HealthyVsReady["unknown"]++
-			case up.Before(w.Ready):
+			case up.Before(w.Ready.Add(-readyTolerance(f.Detection))):
 				f.HealthyVsReady["before-ready"]++
 			default:
 				f.HealthyVsReady["after-ready"]++
@@ -186,3 +186,12 @@ func outcomesLine(f *Figures) string {
 	}
 	return s
 }
+
+// readyTolerance is how much earlier than the rollout's ready time a node
+// may be taken back and still count as taken back once ready: the ready
+// event is the pod's readiness probe, which lags the apiserver's own
+// /readyz by up to a probe period, and an LB that holds a node out until
+// /readyz passes may take it back within that lag. One health-check
+// interval (detection / 3 at the installer's and the lab's unhealthy
+// threshold of 2) covers it: a probe period is shorter on both.
+func readyTolerance(detection time.Duration) time.Duration { return detection / 3 }

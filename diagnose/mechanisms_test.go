@@ -119,7 +119,7 @@ func TestTargetHealthDecidesWhenTheLBTookANodeBack(t *testing.T) {
 	t0 := time.Date(2026, 12, 4, 1, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	tl := &report.Timeline{Iterations: []report.Iteration{{N: 1, Nodes: []report.NodeWindow{
-		{Node: "master-0", Terminating: at(10), Starting: at(150), Ready: at(160)},
+		{Node: "master-0", Terminating: at(10), Starting: at(130), Ready: at(160)},
 		{Node: "master-1", Terminating: at(200), Starting: at(340), Ready: at(350)},
 	}}}}
 	for _, source := range []string{"lab-lb", "aws-elbv2"} {
@@ -127,10 +127,12 @@ func TestTargetHealthDecidesWhenTheLBTookANodeBack(t *testing.T) {
 			return results.Signal{Kind: results.SignalLBTargetHealth, Source: source, Instance: node, Labels: map[string]string{"state": state}, At: at(s)}
 		}
 		dir := t.TempDir()
-		// master-0: unhealthy 20 s after SIGTERM, back 5 s before ready
-		// (early); master-1: unhealthy 60 s after, back after ready.
-		writeHealthSignals(t, dir, rec("master-0", "healthy", 0), rec("master-0", "unhealthy", 30), rec("master-0", "healthy", 155),
-			rec("master-1", "healthy", 0), rec("master-1", "unhealthy", 260), rec("master-1", "healthy", 352))
+		// master-0: unhealthy 20 s after SIGTERM, back 20 s before ready
+		// (early); master-1: unhealthy 60 s after, back 5 s before ready,
+		// within one health-check interval (10 s) of it: not early, the
+		// ready event lags /readyz.
+		writeHealthSignals(t, dir, rec("master-0", "healthy", 0), rec("master-0", "unhealthy", 30), rec("master-0", "healthy", 140),
+			rec("master-1", "healthy", 0), rec("master-1", "unhealthy", 260), rec("master-1", "healthy", 345))
 		recs, sources, err := readLBHealth(filepath.Join(dir, results.SignalsFile))
 		if err != nil {
 			t.Fatal(err)
