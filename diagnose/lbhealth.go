@@ -99,7 +99,9 @@ func (f *Figures) lbHealth(recs map[string][]healthRecord, sources []string, tl 
 				if r.at.Before(w.Terminating) {
 					continue
 				}
-				if down.IsZero() && !r.healthy {
+				// The verdict is "unhealthy"; a deregistration
+				// ("unused", "draining") is the owner's act, not the LB's.
+				if down.IsZero() && r.state == "unhealthy" {
 					down = r.at
 					continue
 				}
