@@ -13,9 +13,9 @@ const (
 	MissingCache       = "no cache-* pollers in this run"
 	MissingAggregated  = "no openshift-api/oauth-api and kube-api pollers in this run"
 	MissingTimeline    = "no rollout timeline (events.jsonl)"
-	MissingServedBy    = "no record of which apiserver failed requests went to (lab load balancer records or attribution)"
+	MissingServedBy    = "no record of which apiserver failed requests went to (the lab load balancer's connection records, or attribution; an AWS load balancer's target health cannot say which target a connection went to)"
 	MissingAttribution = "no attribution"
-	MissingLBVerdicts  = "no load balancer health verdicts (lab LB records with connection resets)"
+	MissingLBVerdicts  = "no load balancer health verdicts (target health records, the lab's or --aws-lb's, or the lab LB's connection resets)"
 	MissingSignals     = "no server-side signals (signals.jsonl: server metrics, or the evidence imported beside a CI run's disruptions)"
 )
 
