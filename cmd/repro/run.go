@@ -255,6 +255,9 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	// named it is the lab's dry run and touches no cluster at all.
 	named := explicitTarget(o)
 	onLab := ro.useLab || !named
+	if onLab && polling.AWSLB {
+		return errors.New("--aws-lb reads a live AWS cluster's load balancers; the lab records its own load balancer's health in every run: drop --aws-lb or name the cluster (--kubeconfig)")
+	}
 	timings := scenarios.LiveTimings()
 	if onLab {
 		timings = scenarios.LabTimings()
