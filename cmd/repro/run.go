@@ -357,7 +357,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 			if err := keepLabLogs(theLab, folder); err != nil {
 				log.Warn("could not copy the apiserver logs into the results", zap.Error(err))
 			}
-			if _, err := scenarios.CopySignals(theLab.LBHealthPath(), folder.Path(results.SignalsFile)); err != nil {
+			if _, err := scenarios.CopySignals(theLab.LBHealthPath(), folder); err != nil {
 				log.Warn("could not copy the load balancer's health records into the results", zap.Error(err))
 			}
 		}
