@@ -1,10 +1,7 @@
 package diagnose
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"time"
 
@@ -44,26 +41,19 @@ type healthRecord struct {
 // readLBHealth reads the signals file's target health records, per target
 // (node), sorted by time.
 func readLBHealth(path string) (map[string][]healthRecord, []string, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, nil, nil
+	sigs, _, err := results.ReadSignals(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	out := map[string][]healthRecord{}
 	sources := map[string]bool{}
-	_, err := results.ReadJSONL(path, func(line []byte) error {
-		if !bytes.Contains(line, []byte(results.SignalLBTargetHealth)) {
-			return nil
-		}
-		var s results.Signal
-		if err := json.Unmarshal(line, &s); err != nil || s.Kind != results.SignalLBTargetHealth {
-			return nil
+	for _, s := range sigs {
+		if s.Kind != results.SignalLBTargetHealth {
+			continue
 		}
 		sources[s.Source] = true
 		state := s.Labels["state"]
 		out[s.Instance] = append(out[s.Instance], healthRecord{at: s.At, healthy: state == "healthy", state: state})
-		return nil
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	for _, rs := range out {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].at.Before(rs[j].at) })

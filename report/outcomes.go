@@ -1,11 +1,7 @@
 package report
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -246,37 +242,21 @@ func (o *Outcomes) Discount(windows []results.Signal) {
 	}
 }
 
-// maxSignalsRead bounds how many signals are read for the windows.
-const maxSignalsRead = 1 << 20
-
 // LoadUnreliableWindows reads the measuring-side-unreliable windows of a
 // results folder's signals file (none when it has none).
 func LoadUnreliableWindows(dir string) ([]results.Signal, error) {
-	path := filepath.Join(dir, results.SignalsFile)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	sigs, _, err := results.ReadSignals(filepath.Join(dir, results.SignalsFile))
+	if err != nil {
+		return nil, err
 	}
 	var out []results.Signal
-	n := 0
-	_, err := results.ReadJSONL(path, func(line []byte) error {
-		n++
-		if n > maxSignalsRead {
-			return errors.New("more signals than repro reads")
-		}
-		if !strings.Contains(string(line), string(results.SignalMeasuringUnreliable)) {
-			return nil
-		}
-		var s results.Signal
-		if err := json.Unmarshal(line, &s); err != nil {
-			return nil // one bad line loses only itself
-		}
+	for _, s := range sigs {
 		if s.Kind == results.SignalMeasuringUnreliable {
 			out = append(out, s)
 		}
-		return nil
-	})
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
-	return out, err
+	return out, nil
 }
 
 // writeOutcomes is summary.txt's graded view: per poller with failures, how
