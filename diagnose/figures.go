@@ -288,11 +288,10 @@ func Measure(dir string) (*Figures, error) {
 			seen[p.Backend] = true
 			fig.Backends = append(fig.Backends, p.Backend)
 		}
-		cache := strings.HasPrefix(p.Backend, "cache-")
-		base := strings.TrimPrefix(p.Backend, "cache-")
-		aggregated := base == "openshift-api" || base == "oauth-api"
+		d, _ := results.DescribeBackend(p.Backend)
+		cache, aggregated := d.Cache, d.Aggregated
 		fig.HasCache = fig.HasCache || cache
-		fig.HasCore = fig.HasCore || base == "kube-api"
+		fig.HasCore = fig.HasCore || (d.APIServer() && !d.Aggregated)
 		fig.HasAggregated = fig.HasAggregated || aggregated
 		var n int64
 		for c, k := range p.Classes {
