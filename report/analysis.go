@@ -465,11 +465,12 @@ func LoadSamples(path string) (*Analysis, error) {
 	if a.Attribution, err = LoadAttribution(filepath.Join(filepath.Dir(path), results.AttributionFile)); err != nil {
 		return nil, err
 	}
-	windows, err := LoadUnreliableWindows(filepath.Dir(path))
-	if err != nil {
-		return nil, err
-	}
+	// A signals file that cannot be read costs only the discount.
+	windows, werr := LoadUnreliableWindows(filepath.Dir(path))
 	a.Outcomes.Discount(windows)
+	if werr != nil && a.Outcomes != nil {
+		a.Outcomes.WindowsError = werr.Error()
+	}
 	if a.Samples == 0 {
 		what := "is empty"
 		if st.Bytes > 0 {

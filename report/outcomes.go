@@ -110,8 +110,10 @@ type span struct{ from, to int64 }
 // Outcomes are every poller's graded outcomes, in Analysis.Pollers' order.
 type Outcomes struct {
 	Pollers []PollerOutcomes
-	// Windows are the measuring-side-unreliable windows applied.
-	Windows []results.Signal
+	// Windows are the measuring-side-unreliable windows applied;
+	// WindowsError says why none could be read from signals.jsonl.
+	Windows      []results.Signal
+	WindowsError string
 }
 
 // Totals sums the pollers' figures.
@@ -264,7 +266,7 @@ func LoadUnreliableWindows(dir string) ([]results.Signal, error) {
 // window where the measuring side itself was unreliable.
 func writeOutcomes(b *strings.Builder, a *Analysis) {
 	o := a.Outcomes
-	if o == nil || o.Totals().Failures == 0 && len(o.Windows) == 0 {
+	if o == nil || o.Totals().Failures == 0 && len(o.Windows) == 0 && o.WindowsError == "" {
 		return
 	}
 	b.WriteString("\nOutcomes graded (origin #31412: a 429 with Retry-After is retryable; resets, refused connects, timeouts, 5xx failed; DNS failures are a sampler outage, not graded).\n")
@@ -286,6 +288,9 @@ func writeOutcomes(b *strings.Builder, a *Analysis) {
 			}
 		}
 		fmt.Fprintf(b, "The measuring side was unreliable in %d window(s), %s in all (the control poller's stalls or failures, or a failed canary): DISCOUNTED failures fell inside them; DISRUPTED still counts them.\n", n, formatMs(d))
+	}
+	if o.WindowsError != "" {
+		fmt.Fprintf(b, "No failure was discounted: the measuring side's windows could not be read (%s).\n", o.WindowsError)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -215,5 +217,42 @@ func TestCompareShowsTheClientsView(t *testing.T) {
 	// failed (a timeout, never retried).
 	if !strings.Contains(b.String(), "kube-api-new-connections  A     2         1          1       1") {
 		t.Fatalf("compare outcomes:\n%s", b.String())
+	}
+}
+
+// A signals.jsonl that cannot be read costs only the discount, and the
+// summary says so.
+func TestBadSignalsFileCostsOnlyTheDiscount(t *testing.T) {
+	dir := t.TempDir()
+	w, err := results.CreateJSONL(filepath.Join(dir, results.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for i := 0; i < 5; i++ {
+		s := results.Sample{Backend: "kube-api", Connection: results.NewConnections, Seq: uint64(i), Start: t0.Add(time.Duration(i) * 100 * time.Millisecond), Duration: time.Millisecond, StatusCode: 200}
+		if i == 2 {
+			s.ErrorClass, s.StatusCode, s.Error = results.ClassHeaderTimeout, 0, "net/http: timeout awaiting response headers"
+		}
+		if err := w.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, results.SignalsFile), []byte("{not json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := LoadSamples(filepath.Join(dir, results.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteSummary(&b, a, nil); err != nil {
+		t.Fatal(err)
+	}
+	if a.Outcomes.Totals().Failures != 1 || !strings.Contains(b.String(), "could not be read") {
+		t.Fatalf("outcomes %+v:\n%s", a.Outcomes.Totals(), b.String())
 	}
 }
