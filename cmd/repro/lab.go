@@ -52,10 +52,11 @@ func newLabBuildCmd(o *rootOptions) *cobra.Command {
 	var versions []string
 	cmd := &cobra.Command{
 		Use:   "build",
-		Short: "Build and cache the lab's kube-apiserver, etcd and aggregated API server now instead of on first use",
+		Short: "Build and cache the lab's kube-apiserver, etcd, Prometheus and aggregated API server now instead of on first use",
 		Long: `Builds kube-apiserver ` + binaries.KubeAPIServer.Version + ` and etcd ` + binaries.Etcd.Version + ` from the Go
 module proxy, and the lab's aggregated API server (openshift-apiserver's and
-oauth-apiserver's stand-in, on k8s.io/apiserver ` + aggregated.Spec.Version + `), into the user cache
+oauth-apiserver's stand-in, on k8s.io/apiserver ` + aggregated.Spec.Version + `), and ` + binaries.Prometheus.Release + `
+(the lab's monitoring, for a run's server metrics), into the user cache
 (about 6 minutes cold on 2 cores, once), so later lab starts take seconds.
 --lab-kube-version builds other kube-apiserver releases too (repro lab
 versions lists them). Needs a Go toolchain on PATH.`,
