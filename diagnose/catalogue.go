@@ -74,6 +74,7 @@ var catalogue = []Mechanism{
 			phases(0.6, "terminating", "starting"),
 			servedByRolled(0.6),
 			verdicts(0.6, false, VerdictNotReceived, VerdictAnswered),
+			healthyVsReady(0.6, false),
 		},
 		Timing:     "At the end of each rolled node's terminating phase (its listener closing) into its starting phase; length per node = deregistration delay + detection - shutdown delay (140 + 20 - 129 = 31 s on AWS), gone once the shutdown delay exceeds deregistration plus detection.",
 		Source:     "OCPBUGS-86789 (NLB routed to an unhealthy target for 50 s and more); AWS Elastic Load Balancing docs, target groups: deregistration delay",
@@ -106,10 +107,24 @@ var catalogue = []Mechanism{
 	{
 		Name: "early-healthy", Profile: true,
 		Summary:     "The LB checks TCP connect instead of /readyz and a restarting apiserver stays registered: it takes traffic before it can answer (503, 429) and after its listener closed (resets).",
-		Fingerprint: []Check{everyBackend(), classes(0.8, answeredEarly...), answeredPerNode(notReady...), phases(0.6, "terminating", "starting"), sigterm(0.6, false), lbVerdict(0.6, false), servedByRolled(0.6), verdicts(0.6, false, VerdictAnswered)},
+		Fingerprint: []Check{everyBackend(), classes(0.8, answeredEarly...), answeredPerNode(notReady...), phases(0.6, "terminating", "starting"), sigterm(0.6, false), lbVerdict(0.6, false), healthyVsReady(0.6, true), servedByRolled(0.6), verdicts(0.6, false, VerdictAnswered)},
 		Timing:      "At each restarted node's start (starting phase, just before ready); length = the new apiserver's warm-up, independent of the shutdown delay.",
 		Source:      "AWS Elastic Load Balancing docs, target group health checks (TCP default); k8s.io/apiserver pkg/server/healthz (a fresh kube-apiserver answers 503 until /readyz is 200)",
 		RuledOutBy:  "No 503/429 answers, or failures while no apiserver is starting.",
+	},
+	{
+		Name: "pinned-connections", Profile: true,
+		Summary: "The NLB's connection termination is off: a keep-alive connection to a target that turned unhealthy stays pinned to it, and once its apiserver stops, what the client sends on it goes nowhere (the target is unreachable), so the next request there waits for headers that never come.",
+		// Prediction, written before the lab profile ran: header timeouts
+		// only, all on reused connections, at most one per reused poller
+		// per rolled node (the poller redials after its timeout), sent to
+		// the rolled node as its apiserver stopped, with the LB's health
+		// verdict in time and the servers well.
+		Fingerprint: []Check{notAnswered(0.8), connectionShare(results.ReusedConnections, 0.9, false), fewPerPoller(1),
+			phases(0.6, "terminating", "starting"), servedByRolled(0.6), lbVerdict(0.6, true), noStoragePressure()},
+		Timing:     "Once per reused poller whose connection sits on the rolled node when its apiserver stops (the end of its shutdown delay); each such request fails after the full header timeout; not tied to late routing, and gone with the NLB's default connection termination.",
+		Source:     "kubernetes-sigs/cluster-api-provider-aws #5800 (NLB connection termination off); AWS Elastic Load Balancing docs, target group attributes (target_health_state.unhealthy.connection_termination.enabled, default true)",
+		RuledOutBy: "Failures on new connections, the LB resetting established connections when the target turned unhealthy, or more than one failure per reused poller per rolled node.",
 	},
 	{
 		Name: "etcd-stall", Profile: true,
@@ -158,6 +173,20 @@ var catalogue = []Mechanism{
 		Timing:      "Any time the aggregated servers or their endpoints change; not tied to kube-apiserver's own rollout phases.",
 		Source:      "kubernetes staging/src/k8s.io/kube-aggregator/pkg/apiserver/handler_proxy.go (503 when the APIService's service is unavailable); openshift/origin pkg/monitortests/kubeapiserver/disruptionlegacyapiservers (openshift-api, oauth-api backends)",
 		RuledOutBy:  "Failures on kube-api or cache-kube-api pollers.",
+	},
+	{
+		Name:    "aggregated-path-not-ready",
+		Summary: "A restarted kube-apiserver is ready, and taken back by the LB, before its own path to the aggregated API servers is: its aggregator answers the openshift-api and oauth-api requests it proxies with 503 (\"network is unreachable\", \"http2: client connection lost\") while kube-api is served.",
+		// Prediction: 503 answers on openshift-api/oauth-api only (cache-*
+		// too: the aggregator proxies those as well), from the newly
+		// restarted apiserver, right after it turned ready. The lab cannot
+		// inject a path fault between one kube-apiserver and the
+		// aggregated servers with its knobs, so this is a catalogue entry
+		// tested on fixtures only.
+		Fingerprint: []Check{aggregatedOnly(), classes(0.8, results.ClassHTTP5xx), phases(0.6, "ready"), servedByRolled(0.6), verdicts(0.6, false, VerdictAnswered)},
+		Timing:      "Right after each rolled node's new kube-apiserver turns ready, until its path to the aggregated servers (the pod network on that node) is up; only through that apiserver.",
+		Source:      "OCPBUGS-100065; openshift/kubernetes #2730, #2748 (a new kube-apiserver ready before it can reach the aggregated API servers)",
+		RuledOutBy:  "Failures on kube-api pollers, header timeouts instead of 503 answers, or failed requests served by apiservers other than the newly restarted one.",
 	},
 	{
 		Name:        "authentication-outage",

@@ -112,6 +112,7 @@ func Assess(fig *Figures) *Result {
 		r.Headline = fmt.Sprintf("no disruption to explain: %d samples, none failed", fig.Samples)
 	} else {
 		r.Headline = fmt.Sprintf("%d failed of %d samples (%s)", fig.Failures, fig.Samples, fig.classList())
+		r.Headline += outcomesLine(fig)
 	}
 	for _, m := range catalogue {
 		a := Assessment{Name: m.Name, Summary: m.Summary, Timing: m.Timing, Source: m.Source, RuledOutBy: m.RuledOutBy,

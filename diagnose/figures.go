@@ -103,6 +103,20 @@ type Figures struct {
 	// FailedPollers counts backend-connections with any failure; equal to
 	// Pollers when every variant of every backend failed.
 	FailedPollers int `json:"failedPollers"`
+	// LBHealth says target health records were read (lbhealth.go), from
+	// LBHealthSources; HealthyVsReady counts restarted nodes by when the
+	// LB took them back against their apiserver's ready time.
+	LBHealth        bool             `json:"lbHealth,omitempty"`
+	LBHealthSources []string         `json:"lbHealthSources,omitempty"`
+	HealthyVsReady  map[string]int64 `json:"healthyVsReady,omitempty"`
+	// Outcomes grade the failures and give a client-go client's view
+	// (report/outcomes.go); Discounted of them fell inside
+	// UnreliableWindows measuring-side-unreliable windows.
+	Outcomes          *report.PollerOutcomes `json:"outcomes,omitempty"`
+	UnreliableWindows int                    `json:"unreliableWindows,omitempty"`
+	// Signature is the one error class and connection type every failure
+	// shares ("" when they differ, or with fewer than two failures).
+	Signature string `json:"signature,omitempty"`
 	// Signals is the server-side evidence beside the failures, from
 	// results.SignalsFile; nil when the folder has none.
 	Signals *SignalFigures `json:"signals,omitempty"`
@@ -352,6 +366,12 @@ func Measure(dir string) (*Figures, error) {
 	if err := fig.lbVerdicts(f.Path(results.LBConnectionsFile), tl); err != nil {
 		return nil, err
 	}
+	health, sources, err := readLBHealth(f.Path(results.SignalsFile))
+	if err != nil {
+		return nil, err
+	}
+	fig.lbHealth(health, sources, tl)
+	fig.outcomes(a)
 	lbServed := fig.HasServedBy
 	recs, err := readAttribution(f.Path(results.AttributionFile))
 	if err != nil {

@@ -52,6 +52,16 @@ var profiles = []Profile{
 		Settings: []string{"lb-blackhole=150s", "lb-late-deregistration=140s"},
 	},
 	{
+		Name: "pinned-connections",
+		Models: "The NLB's connection termination is off, so a keep-alive connection to a target that turns unhealthy is not reset and stays pinned to it; the target is unreachable once its apiserver stops (packets dropped for 150 s, as blackhole), so the stopping apiserver's close of an idle connection never reaches the client. " +
+			"Prediction, written before this profile ran: header timeouts only, all on reused connections: each reused poller whose connection sits on the rolled node when its apiserver stops sends its next request into the hole and waits the full header timeout (27.2 s), then redials to a healthy target; " +
+			"so at most one per reused poller per rolled node, about a third of the reused pollers per node (the flow hash's share), none on new connections (the LB routes those to healthy targets: no late routing here). " +
+			"The LB's health records show the rolled node unhealthy within its detection after SIGTERM: the verdict came in time, and nothing acted on the established connections. Measured once before the profile existed (--lab-set lb-reset-on-unhealthy=false --lab-set lb-blackhole=150s): 3 header timeouts, all on reused connections. " +
+			"150 s is blackhole's guess: long enough to cover the stopped apiserver's whole absence.",
+		Source:   "kubernetes-sigs/cluster-api-provider-aws #5800 (connection termination off); AWS ELB docs, NLB target group attributes (target_health_state.unhealthy.connection_termination.enabled)",
+		Settings: []string{"lb-reset-on-unhealthy=false", "lb-blackhole=150s"},
+	},
+	{
 		Name: "short-shutdown-delay",
 		Models: "kube-apiserver's shutdown delay is 0 s, as OpenShift sets it on a single node, behind the LB's 20 s detection: the apiserver stops listening at SIGTERM while the LB routes to it for 10-30 s more. New connections sent there are refused: through the kernel LB (pass-through) by the stopped node's kernel, so the client's connect fails (connect-refused), through the proxy after the LB completed it (reset or EOF in the TLS handshake); " +
 			"expected: failures on connections routed to the rolled node between its listener closing and the LB marking it unhealthy; through the kernel LB mostly connect-refused, with a few 429s (--shutdown-send-retry-after: k8s.io/apiserver's WithRetryAfter answers new requests 429 from the delay's end until in-flight ones drained, the listener still open) and EOFs or resets of connections accepted as the listener closed.",

@@ -84,6 +84,9 @@ type Analysis struct {
 	From, To time.Time
 	// Attribution is the folder's attribution.jsonl, nil without one.
 	Attribution *Attribution
+	// Outcomes grade every failure and replay client-go's retries over
+	// them (outcomes.go); a second view beside DISRUPTED.
+	Outcomes *Outcomes
 }
 
 // accumulator collects points per poller.
@@ -271,6 +274,7 @@ func (a *accumulator) finish() *Analysis {
 	}
 	sortIntervals(out.Intervals)
 	sort.Slice(out.Pollers, func(i, j int) bool { return pollerLess(out.Pollers[i], out.Pollers[j]) })
+	out.Outcomes = gradeOutcomes(a, out.Pollers)
 	return out
 }
 
@@ -460,6 +464,12 @@ func LoadSamples(path string) (*Analysis, error) {
 	// attribution.jsonl sits next to samples.jsonl (repro attribute).
 	if a.Attribution, err = LoadAttribution(filepath.Join(filepath.Dir(path), results.AttributionFile)); err != nil {
 		return nil, err
+	}
+	// A signals file that cannot be read costs only the discount.
+	windows, werr := LoadUnreliableWindows(filepath.Dir(path))
+	a.Outcomes.Discount(windows)
+	if werr != nil && a.Outcomes != nil {
+		a.Outcomes.WindowsError = werr.Error()
 	}
 	if a.Samples == 0 {
 		what := "is empty"

@@ -201,6 +201,9 @@ type FolderFigures struct {
 	Pollers []string `json:"backendConnections"`
 	// Samples holds each backend-connection's samples.
 	Samples map[string][]IterationFigure `json:"-"`
+	// Outcomes are each backend-connection's graded outcomes over the
+	// whole folder (outcomes.go).
+	Outcomes map[string]PollerOutcomes `json:"outcomes,omitempty"`
 }
 
 // FiguresOf derives a folder's samples from its analysis and timeline. It is
@@ -233,6 +236,12 @@ func FiguresOf(dir string, run *results.Run, a *Analysis, tl *Timeline) FolderFi
 		ff.Kind, ff.Iterations = KindWholeRun, 1
 	} else {
 		ff.Kind, ff.Iterations = KindIterations, len(iters)
+	}
+	if a.Outcomes != nil {
+		ff.Outcomes = map[string]PollerOutcomes{}
+		for _, po := range a.Outcomes.Pollers {
+			ff.Outcomes[po.Name] = po
+		}
 	}
 	for _, p := range a.Pollers {
 		ff.Pollers = append(ff.Pollers, p.Name)

@@ -49,6 +49,7 @@ func WriteCompare(w io.Writer, c *Comparison) error {
 		}
 	}
 	tw.Flush()
+	writeCompareOutcomes(&b, c)
 	for i, s := range c.Sides[1:] {
 		fmt.Fprintf(&b, "\n%s vs A, per backend-connection:\n", s.Role)
 		for _, r := range c.Results {

@@ -91,6 +91,8 @@ func WriteSummary(w io.Writer, a *Analysis, run *results.Run) error {
 		}
 	}
 
+	writeOutcomes(&b, a)
+
 	b.WriteString("\nIntervals:\n")
 	if len(a.Intervals) == 0 {
 		b.WriteString("  none: every request succeeded\n")

@@ -67,25 +67,29 @@ func (s *Session) prepareAWSLB(ctx context.Context, p *prepared) error {
 // them and writes what they found into folder and run.
 func (s *Session) startEvidence(ctx context.Context, p *prepared, folder *results.Folder) func(*results.Run) {
 	ectx, stop := context.WithCancel(ctx)
-	var signals *SignalWriter
-	openSignals := func() *SignalWriter {
+	// Every source writes signals.jsonl through the folder's one writer,
+	// so their lines never interleave.
+	var signals *results.JSONLWriter
+	emit := func(sig results.Signal) {
 		if signals == nil {
-			w, err := OpenSignals(folder.Path(results.SignalsFile))
+			w, err := folder.SignalWriter()
 			if err != nil {
 				s.Log.Warn("cannot write the run's signals", zap.Error(err))
-				return nil
+				return
 			}
 			signals = w
 		}
-		return signals
+		if err := signals.Write(sig); err != nil {
+			s.Log.Warn("writing the run's signals failed", zap.Error(err))
+		}
 	}
 	var awsDone chan awslb.Stats
 	if p.awslb != nil {
-		if w := openSignals(); w != nil {
-			p.awslb.Emit = w.Emit
-			awsDone = make(chan awslb.Stats, 1)
-			go func() { awsDone <- p.awslb.Run(ectx) }()
-		}
+		// The poller's goroutine is the only caller of emit until it
+		// returns; the control windows are written after that.
+		p.awslb.Emit = emit
+		awsDone = make(chan awslb.Stats, 1)
+		go func() { awsDone <- p.awslb.Run(ectx) }()
 	}
 	var waitControl func() ([]results.Signal, error)
 	ctl, err := newControl(s.Polling, s.Polling.Control, nil, s.Log.Named("control"))
@@ -105,17 +109,10 @@ func (s *Session) startEvidence(ctx context.Context, p *prepared, folder *result
 			if err != nil {
 				s.Log.Warn("writing the control samples failed", zap.Error(err))
 			}
-			if w := openSignals(); w != nil {
-				for _, sig := range sigs {
-					w.Emit(sig)
-				}
+			for _, sig := range sigs {
+				emit(sig)
 			}
 			run.SetExtra("measuringUnreliableWindows", len(sigs))
-		}
-		if signals != nil {
-			if err := signals.Close(); err != nil {
-				s.Log.Warn("writing the run's signals failed", zap.Error(err))
-			}
 		}
 	}
 }

@@ -428,6 +428,11 @@ func (s *Session) Run(ctx context.Context, folder *results.Folder) (*results.Run
 		status = results.StatusFailed
 		run.Error = runErr.Error()
 	}
+	// Whatever wrote signals during the run is on disk before run.json
+	// says it ended; a later writer (the monitoring query) reopens it.
+	if err := folder.CloseSignals(); err != nil {
+		s.Log.Warn("writing the run's signals failed", zap.Error(err))
+	}
 	run.Finish(time.Now(), status)
 	if err := folder.WriteRun(run); err != nil && runErr == nil {
 		runErr = err

@@ -256,6 +256,9 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	// named it is the lab's dry run and touches no cluster at all.
 	named := explicitTarget(o)
 	onLab := ro.useLab || !named
+	if onLab && polling.AWSLB {
+		return errors.New("--aws-lb reads a live AWS cluster's load balancers; the lab records its own load balancer's health in every run: drop --aws-lb or name the cluster (--kubeconfig)")
+	}
 	timings := scenarios.LiveTimings()
 	if onLab {
 		timings = scenarios.LabTimings()
@@ -355,7 +358,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 			if err := keepLabLogs(theLab, folder); err != nil {
 				log.Warn("could not copy the apiserver logs into the results", zap.Error(err))
 			}
-			if _, err := scenarios.CopySignals(theLab.LBHealthPath(), folder.Path(results.SignalsFile)); err != nil {
+			if _, err := scenarios.CopySignals(theLab.LBHealthPath(), folder); err != nil {
 				log.Warn("could not copy the load balancer's health records into the results", zap.Error(err))
 			}
 		}
