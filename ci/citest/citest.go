@@ -132,8 +132,10 @@ func Serve(t *testing.T, runs []RunSpec) *fakestorage.Server {
 		InitialObjects: Objects(t, runs),
 		Scheme:         "http",
 		Host:           "127.0.0.1",
-		Port:           0,
-		Writer:         ioDiscard{},
+		// Reads go to the XML API at the emulator host itself.
+		PublicHost: "127.0.0.1",
+		Port:       0,
+		Writer:     ioDiscard{},
 	})
 	if err != nil {
 		t.Fatal(err)
