@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -235,6 +236,11 @@ func auditedTimeline(start time.Time) []origin.Interval {
 	}
 }
 
+func stageOf(line string) string {
+	_, after, _ := strings.Cut(line, `"stageTimestamp":"`)
+	return after
+}
+
 // auditLogs gzips each node's kube-apiserver audit log (current and one
 // rotated backup) as gather-extra names them, with its listing.
 func auditLogs(t testing.TB, prefix string, start time.Time) []fakestorage.Object {
@@ -268,6 +274,8 @@ func auditLogs(t testing.TB, prefix string, start time.Time) []fakestorage.Objec
 			"audit-" + at.Add(-10*time.Minute).Format("2006-01-02T15-04-05.000") + ".log": backup,
 		}
 		for name, lines := range files {
+			// Logged in stage-time order, as the apiserver writes them.
+			sort.Slice(lines, func(i, j int) bool { return stageOf(lines[i]) < stageOf(lines[j]) })
 			var b bytes.Buffer
 			zw := gzip.NewWriter(&b)
 			zw.Write([]byte(strings.Join(lines, "\n") + "\n"))
