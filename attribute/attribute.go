@@ -46,9 +46,6 @@ var DefaultServers = []string{KubeAPIServer, OpenShiftAPIServer, OAuthAPIServer}
 // non-long-running request is timed out, and so logged, within it.
 const DefaultRequestTimeout = 60 * time.Second
 
-// FileName is the results folder file attribution writes.
-const FileName = results.AttributionFile
-
 // Hop is one server's audit record of a request.
 type Hop struct {
 	// Server is kube-apiserver, openshift-apiserver or oauth-apiserver.

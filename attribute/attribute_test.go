@@ -59,7 +59,6 @@ func cluster(t *testing.T, root string, nodes []string, forbidden map[string]boo
 	for _, n := range nodes {
 		prefix := "/api/v1/nodes/" + n + "/proxy/logs/"
 		fs := http.StripPrefix(prefix, http.FileServer(http.Dir(filepath.Join(root, n))))
-		n := n
 		mux.HandleFunc(prefix, func(w http.ResponseWriter, r *http.Request) {
 			if forbidden[n] {
 				http.Error(w, `nodes "`+n+`" is forbidden: User "dev" cannot get resource "nodes/proxy"`, http.StatusForbidden)
@@ -250,7 +249,7 @@ func TestCorrelateVerdicts(t *testing.T) {
 	}
 
 	// Written out and read back, one line per failed sample.
-	path := filepath.Join(t.TempDir(), attribute.FileName)
+	path := filepath.Join(t.TempDir(), results.AttributionFile)
 	if err := attribute.WriteRecords(path, res.Records); err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,9 @@ func (n *NodeLogs) Nodes(ctx context.Context) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
 	for _, l := range controlPlaneLabels {
-		list, err := n.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: l})
+		lctx, cancel := context.WithTimeout(ctx, CallTimeout)
+		list, err := n.client.CoreV1().Nodes().List(lctx, metav1.ListOptions{LabelSelector: l})
+		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("listing the control-plane nodes: %w", err)
 		}
@@ -96,15 +98,68 @@ func (n *NodeLogs) url(node, dir, name string) string {
 	return u.String()
 }
 
+// CallTimeout bounds each node-logs request until its answer starts, and
+// every pause of a streamed log after that: a kubelet or node proxy that
+// accepted the request and went silent fails the read of that log (named,
+// verdict unknown) instead of hanging attribution. A whole log may stream
+// for longer; only silence is bounded. The client's own timeout is off for
+// the same reason (see NewNodeLogs).
+var CallTimeout = 30 * time.Second
+
+// get sends one request; the body it returns ends with an error naming the
+// silence when no byte came for CallTimeout.
 func (n *NodeLogs) get(ctx context.Context, u string, header http.Header) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	silent := fmt.Errorf("no answer from the node logs API within %v", CallTimeout)
+	timer := time.AfterFunc(CallTimeout, func() { cancel(silent) })
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
+		timer.Stop()
+		cancel(nil)
 		return nil, err
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	return n.http.Do(req)
+	resp, err := n.http.Do(req)
+	if err != nil {
+		timer.Stop()
+		if context.Cause(ctx) == silent {
+			err = silent
+		}
+		cancel(nil)
+		return nil, err
+	}
+	timer.Reset(CallTimeout)
+	resp.Body = &idleBody{ReadCloser: resp.Body, ctx: ctx, timer: timer, cancel: cancel, silent: silent}
+	return resp, nil
+}
+
+// idleBody re-arms the silence timer on every read.
+type idleBody struct {
+	io.ReadCloser
+	ctx    context.Context
+	timer  *time.Timer
+	cancel context.CancelCauseFunc
+	silent error
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.timer.Reset(CallTimeout)
+	}
+	if err != nil && err != io.EOF && context.Cause(b.ctx) == b.silent {
+		err = b.silent
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
 }
 
 // statusError turns a failed node-logs answer into one line.

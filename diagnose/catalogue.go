@@ -130,7 +130,7 @@ var catalogue = []Mechanism{
 	{
 		Name:        "lb-routes-to-stopped-target",
 		Summary:     "The LB sends new connections to a target whose apiserver process has exited, before its health checks fail.",
-		Fingerprint: []Check{everyBackend(), classes(0.8, stopped...), phases(0.6, "starting"), cacheToo(), servedByRolled(0.6), verdicts(0.6, true, VerdictNotReceived)},
+		Fingerprint: []Check{everyBackend(), classes(0.8, stopped...), phases(0.6, "starting"), cacheToo(), servedByRolled(0.6), verdicts(0.6, true, VerdictNotReceived), noStoragePressure()},
 		Timing:      "In the rolled node's starting phase (old process gone, new one not ready); length bounded by the LB's unhealthy detection after the exit.",
 		Source:      "AWS Elastic Load Balancing docs, target group health checks (unhealthy threshold x interval); openshift/origin pkg/monitortests/kubeapiserver/disruptionlegacyapiservers (new-connection pollers)",
 		RuledOutBy:  "Requests received by an apiserver (attribution), or failures while the node still had a process listening.",
@@ -138,7 +138,7 @@ var catalogue = []Mechanism{
 	{
 		Name:        "storage-stall-readyz-misses",
 		Summary:     "Apiservers' storage (etcd) stalls without /readyz noticing, so quorum reads hang while watch-cache reads are served.",
-		Fingerprint: []Check{notAnswered(0.8), quorumOnly(), verdicts(0.6, true, VerdictReceivedNotAnswered)},
+		Fingerprint: []Check{notAnswered(0.8), quorumOnly(), verdicts(0.6, true, VerdictReceivedNotAnswered), storagePressure()},
 		Timing:      "Any time; length = stall - header timeout, on whichever apiservers share the stalled storage.",
 		Source:      "kubernetes staging/src/k8s.io/apiserver/pkg/storage/storagebackend/factory/etcd3.go (cached etcd health check); kubernetes staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go (resourceVersion=0 lists served from the watch cache)",
 		RuledOutBy:  "Failures on cache-* pollers, or requests never received by any apiserver.",
@@ -146,7 +146,7 @@ var catalogue = []Mechanism{
 	{
 		Name:        "shared-stall",
 		Summary:     "Something every apiserver shares (etcd quorum, the network, the LB itself) stops answering: header timeouts on requests sent to several apiservers at once.",
-		Fingerprint: []Check{notAnswered(0.8), servedBySpread(2), verdicts(0.6, false, VerdictReceivedNotAnswered, VerdictNotReceived)},
+		Fingerprint: []Check{notAnswered(0.8), servedBySpread(2), verdicts(0.6, false, VerdictReceivedNotAnswered, VerdictNotReceived), storagePressure(), everyVariant()},
 		Timing:      "Any time, not tied to one node's phase; length = the shared stall less the header timeout.",
 		Source:      "openshift/origin pkg/monitortests/kubeapiserver/disruptionlegacyapiservers (all pollers share the LB and etcd)",
 		RuledOutBy:  "Failed requests sent to one apiserver only.",

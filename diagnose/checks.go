@@ -16,6 +16,7 @@ const (
 	MissingServedBy    = "no record of which apiserver failed requests went to (lab load balancer records or attribution)"
 	MissingAttribution = "no attribution"
 	MissingLBVerdicts  = "no load balancer health verdicts (lab LB records with connection resets)"
+	MissingSignals     = "no server-side signals (signals.jsonl: server metrics, or the evidence imported beside a CI run's disruptions)"
 )
 
 // Check is one predicted feature of a mechanism's fingerprint.
@@ -353,4 +354,78 @@ func countList(m map[string]int64) string {
 		parts[i] = fmt.Sprintf("%s=%d", name, m[k])
 	}
 	return strings.Join(parts, " ")
+}
+
+// storageKinds are the signal kinds that say etcd or CPU was under
+// pressure, in the order checks name them.
+var storageKinds = []results.SignalKind{results.SignalEtcdSlowApply, results.SignalEtcdWALFsync, results.SignalEtcdBackendCommit,
+	results.SignalEtcdLeaderChange, results.SignalEtcdRequestLatency, results.SignalNodeCPU}
+
+// signalEvidence says which storage and CPU signals were seen near the
+// failures, from which sources, and which kinds the file lacked.
+func signalEvidence(sf *SignalFigures) (n int, text string) {
+	var seen, absent []string
+	has := map[results.SignalKind]bool{}
+	for _, k := range sf.Kinds {
+		has[k] = true
+	}
+	for _, k := range storageKinds {
+		switch {
+		case sf.Pressure[k] > 0:
+			n += sf.Pressure[k]
+			seen = append(seen, fmt.Sprintf("%s %d", k, sf.Pressure[k]))
+		case !has[k]:
+			absent = append(absent, string(k))
+		}
+	}
+	text = fmt.Sprintf("%d of %d signals within %.0f s of a failure", sf.Near, sf.Read, SignalWindow.Seconds())
+	if len(seen) > 0 {
+		text += "; pressure: " + strings.Join(seen, ", ") + " (" + strings.Join(sf.Sources, ", ") + ")"
+	} else {
+		text += "; no etcd or CPU pressure among them"
+	}
+	if len(absent) > 0 {
+		text += "; not measured: " + strings.Join(absent, ", ")
+	}
+	return n, text
+}
+
+// storagePressure is what a stall of something every apiserver shares
+// (etcd, the control-plane nodes) predicts: etcd or CPU signals beside the
+// failures (TRT reads etcd "apply took too long", slow fdatasync and CPU
+// alerts as the confirming evidence: openshift-eng/ai-helpers
+// plugins/ci/skills/analyze-disruption references/timeline-analysis.md).
+func storagePressure() Check {
+	return Check{Name: "etcd/CPU signals", Predicts: "etcd or CPU pressure beside the failures (server metrics or CI signals)", eval: func(f *Figures) outcome {
+		if f.Signals == nil {
+			return outcome{missing: MissingSignals}
+		}
+		n, text := signalEvidence(f.Signals)
+		return outcome{ok: n > 0, share: ratio(int64(n), int64(max(f.Signals.Near, 1))), evidence: text}
+	}}
+}
+
+// noStoragePressure is what a load-balancer mechanism predicts: the
+// servers and etcd were well while the LB routed requests wrong.
+func noStoragePressure() Check {
+	return Check{Name: "etcd/CPU signals", Predicts: "no etcd or CPU pressure beside the failures (the servers were well)", eval: func(f *Figures) outcome {
+		if f.Signals == nil {
+			return outcome{missing: MissingSignals}
+		}
+		n, text := signalEvidence(f.Signals)
+		return outcome{ok: n == 0, share: 1 - ratio(int64(n), int64(max(f.Signals.Near, 1))), evidence: text}
+	}}
+}
+
+// everyVariant is the blast radius of a shared stall: every variant of
+// every backend (new and reused, cached and not) fails; TRT reads all four
+// variants failing together as control-plane resource exhaustion.
+func everyVariant() Check {
+	return Check{Name: "blast radius", Predicts: "every variant of every backend fails (new and reused, cache-* and quorum)", eval: func(f *Figures) outcome {
+		if !f.HasCache {
+			return outcome{missing: MissingCache}
+		}
+		s := ratio(int64(f.FailedPollers), int64(f.Pollers))
+		return outcome{ok: f.Pollers > 0 && f.FailedPollers == f.Pollers, share: s, evidence: fmt.Sprintf("%d of %d backend-connections failed", f.FailedPollers, f.Pollers)}
+	}}
 }

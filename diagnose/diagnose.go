@@ -279,6 +279,9 @@ func WriteText(w io.Writer, r *Result) error {
 	if !any {
 		b.WriteString("    none\n")
 	}
+	if m := r.Figures.serverMetricsLine(); m != "" {
+		fmt.Fprintf(&b, "\n  Server metrics: %s\n", m)
+	}
 	if len(r.Indistinct) > 0 {
 		fmt.Fprintf(&b, "\n  Cannot tell apart: %s\n  Evidence that would tell them apart, missing here: %s\n", strings.Join(r.Indistinct, ", "), strings.Join(r.Separating, "; "))
 	}

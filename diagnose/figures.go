@@ -14,13 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/repro-tools/repro/metrics"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
 )
-
-// AttributionFile is attribution's file in a results folder: one verdict
-// per failed sample (package attribute).
-const AttributionFile = results.AttributionFile
 
 // Figures are what diagnose measures of a results folder, the evidence
 // every fingerprint is compared with.
@@ -103,6 +100,114 @@ type Figures struct {
 	// (intervals of different error classes that follow each other count
 	// as one run): 1 when every failure was a single request.
 	LongestRun int64 `json:"longestRun"`
+	// FailedPollers counts backend-connections with any failure; equal to
+	// Pollers when every variant of every backend failed.
+	FailedPollers int `json:"failedPollers"`
+	// Signals is the server-side evidence beside the failures, from
+	// results.SignalsFile; nil when the folder has none.
+	Signals *SignalFigures `json:"signals,omitempty"`
+	// ServerMetrics is what the servers' own metrics (signals.jsonl) say:
+	// which apiservers' latency went up against their own baseline. A
+	// shared stall predicts every apiserver, an etcd stall on one node that
+	// one, a load-balancer mechanism none. Nil without signals.
+	ServerMetrics *metrics.Figures `json:"serverMetrics,omitempty"`
+}
+
+// SignalFigures are results.SignalsFile's signals within SignalWindow of
+// a failure interval: those that say storage (etcd) or CPU was under
+// pressure, counted per kind, and the sources they came from.
+type SignalFigures struct {
+	// Read counts every signal of the file; Near those within the window.
+	Read int `json:"read"`
+	Near int `json:"near"`
+	// Pressure counts, per kind, the signals near a failure that pass
+	// their kind's threshold (pressureThresholds); Sources names where
+	// they came from.
+	Pressure map[results.SignalKind]int `json:"pressure"`
+	Sources  []string                   `json:"sources"`
+	// Kinds lists every kind the file holds at all, so a check can say
+	// which it lacked rather than that they were quiet.
+	Kinds []results.SignalKind `json:"kinds"`
+}
+
+// SignalWindow is how far from a failure a signal counts as beside it:
+// TRT's window (openshift-eng/ai-helpers plugins/ci/skills/
+// analyze-disruption parse_disruption.py --window 60).
+const SignalWindow = 60 * time.Second
+
+// pressureThresholds are the values at which a metric signal says
+// pressure: etcd's own warnings (wal fsync over 1 s: "slow fdatasync";
+// apply over its 100 ms expected duration: "apply request took too long";
+// etcd-io/etcd server/storage/wal/wal.go, server/etcdserver/util.go), the
+// 25 ms backend commit TRT reads as disk pressure
+// (references/timeline-analysis.md), origin's CPUMonitor's 95 %, and any
+// leader change. Signals origin recorded in CI ("ci:" sources) are
+// events already over origin's thresholds and count as they are.
+var pressureThresholds = map[results.SignalKind]float64{
+	results.SignalEtcdWALFsync:       1,
+	results.SignalEtcdSlowApply:      0.1,
+	results.SignalEtcdBackendCommit:  0.025,
+	results.SignalEtcdRequestLatency: 1,
+	results.SignalEtcdLeaderChange:   1,
+	results.SignalNodeCPU:            0.95,
+}
+
+// readSignals reads results.SignalsFile, a line at a time, keeping only
+// the counts; a missing file leaves Signals nil.
+func (f *Figures) readSignals(path string, ivs []report.Interval) error {
+	file, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	sf := &SignalFigures{Pressure: map[results.SignalKind]int{}}
+	kinds, sources := map[results.SignalKind]bool{}, map[string]bool{}
+	sc := bufio.NewScanner(file)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for line := 1; sc.Scan(); line++ {
+		var s results.Signal
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			return fmt.Errorf("%s line %d: %v (regenerate the file)", path, line, err)
+		}
+		sf.Read++
+		kinds[s.Kind] = true
+		end := s.To
+		if end.IsZero() {
+			end = s.At
+		}
+		near := false
+		for _, iv := range ivs {
+			if !iv.SamplerOutage && !s.At.After(iv.To.Add(SignalWindow)) && !end.Before(iv.From.Add(-SignalWindow)) {
+				near = true
+				break
+			}
+		}
+		if !near {
+			continue
+		}
+		sf.Near++
+		th, ok := pressureThresholds[s.Kind]
+		if ok && (strings.HasPrefix(s.Source, "ci:") || s.Value >= th) {
+			sf.Pressure[s.Kind]++
+			sources[s.Source] = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	for k := range kinds {
+		sf.Kinds = append(sf.Kinds, k)
+	}
+	sort.Slice(sf.Kinds, func(i, j int) bool { return sf.Kinds[i] < sf.Kinds[j] })
+	for s := range sources {
+		sf.Sources = append(sf.Sources, s)
+	}
+	sort.Strings(sf.Sources)
+	f.Signals = sf
+	return nil
 }
 
 func (f *Figures) classList() string {
@@ -150,17 +255,15 @@ func Measure(dir string) (*Figures, error) {
 		if d, err := time.ParseDuration(fmt.Sprint(run.Settings["probeTimeout"])); err == nil && d > 0 {
 			fig.HeaderTimeout = d * 4 / 5
 		}
-		if l, ok := run.Extra["lab"].(map[string]any); ok {
+		if l := run.Lab(); l != nil {
 			fig.Lab = "healthy"
-			if p, ok := l["profile"].(string); ok && p != "" {
-				fig.Lab = p
+			if l.Profile != "" {
+				fig.Lab = l.Profile
 			}
-			if k, ok := l["knobs"].(map[string]any); ok {
-				iv, err1 := time.ParseDuration(fmt.Sprint(k["lb-health-interval"]))
-				n, err2 := strconv.Atoi(fmt.Sprint(k["lb-unhealthy-threshold"]))
-				if err1 == nil && err2 == nil && iv > 0 {
-					fig.Detection, fig.DetectionFrom = iv*time.Duration(n+1), fmt.Sprintf("the lab's health check, %s x %d", iv, n)
-				}
+			iv, ok1 := l.KnobDuration("lb-health-interval")
+			n, ok2 := l.KnobInt("lb-unhealthy-threshold")
+			if ok1 && ok2 && iv > 0 {
+				fig.Detection, fig.DetectionFrom = iv*time.Duration(n+1), fmt.Sprintf("the lab's health check, %s x %d", iv, n)
 			}
 		}
 	}
@@ -199,9 +302,15 @@ func Measure(dir string) (*Figures, error) {
 		if n > fig.MaxPoller {
 			fig.MaxPoller = n
 		}
+		if n > 0 {
+			fig.FailedPollers++
+		}
 		fig.Disrupted += p.Disrupted
 	}
 	fig.LongestRun = longestRun(a.Intervals)
+	if err := fig.readSignals(f.Path(results.SignalsFile), a.Intervals); err != nil {
+		return nil, err
+	}
 	if err := fig.countUnanswered(f.Path(results.SamplesFile)); err != nil {
 		return nil, err
 	}
@@ -210,6 +319,9 @@ func Measure(dir string) (*Figures, error) {
 		return nil, err
 	}
 	fig.Timeline = len(tl.Iterations) > 0
+	if err := fig.readServerMetrics(f, tl); err != nil {
+		return nil, err
+	}
 	for _, it := range tl.Iterations {
 		if len(it.Nodes) > fig.RolledNodes {
 			fig.RolledNodes = len(it.Nodes)
@@ -226,7 +338,7 @@ func Measure(dir string) (*Figures, error) {
 	// ones included; attribution names only those that logged the request,
 	// so its nodes stand in only where there are no LB records (live).
 	{
-		if _, err := os.Stat(f.Path(report.LBRecordsFile)); err == nil {
+		if _, err := os.Stat(f.Path(results.LBConnectionsFile)); err == nil {
 			for _, p := range ps {
 				for node, n := range parseServedBy(p.ServedBy) {
 					fig.HasServedBy = true
@@ -242,11 +354,11 @@ func Measure(dir string) (*Figures, error) {
 			}
 		}
 	}
-	if err := fig.lbVerdicts(f.Path(report.LBRecordsFile), tl); err != nil {
+	if err := fig.lbVerdicts(f.Path(results.LBConnectionsFile), tl); err != nil {
 		return nil, err
 	}
 	lbServed := fig.HasServedBy
-	recs, err := readAttribution(f.Path(AttributionFile))
+	recs, err := readAttribution(f.Path(results.AttributionFile))
 	if err != nil {
 		return nil, err
 	}
@@ -486,4 +598,46 @@ func longestRun(ivs []report.Interval) int64 {
 		}
 	}
 	return longest
+}
+
+// readServerMetrics reads signals.jsonl (results.ReadSignals, the one reader of
+// the schema) into ServerMetrics, each instance's baseline ending at the
+// first trigger.
+func (f *Figures) readServerMetrics(folder *results.Folder, tl *report.Timeline) error {
+	sigs, _, err := results.ReadSignals(folder.Path(results.SignalsFile))
+	if err != nil || len(sigs) == 0 {
+		return err
+	}
+	var baselineEnd time.Time
+	if len(tl.Iterations) > 0 {
+		baselineEnd = tl.Iterations[0].Trigger
+	}
+	f.ServerMetrics = metrics.Summarize(sigs, baselineEnd)
+	return nil
+}
+
+// serverMetricsLine says in one line where the servers' latency went up,
+// "" without server metrics.
+func (f *Figures) serverMetricsLine() string {
+	if f == nil || f.ServerMetrics == nil || len(f.ServerMetrics.APIServers) == 0 {
+		return ""
+	}
+	m := f.ServerMetrics
+	s := fmt.Sprintf("apiserver latency up on %d of %d apiservers", len(m.LatencyUp), len(m.APIServers))
+	if len(m.LatencyUp) > 0 {
+		s += " (" + strings.Join(m.LatencyUp, ", ") + ")"
+	}
+	s += fmt.Sprintf(", etcd latency up on %d", len(m.EtcdUp))
+	if len(m.EtcdUp) > 0 {
+		s += " (" + strings.Join(m.EtcdUp, ", ") + ")"
+	}
+	switch m.Shape {
+	case "every-apiserver":
+		s += ": a stall every apiserver shares (etcd, CPU, priority and fairness)"
+	case "one-apiserver":
+		s += ": one apiserver's own path (as an etcd stall on its node)"
+	case "none":
+		s += ": the servers answered as in the baseline, so a failure lies between client and server (the load balancer)"
+	}
+	return s
 }

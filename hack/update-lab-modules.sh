@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the embedded build modules of the lab's binaries
-# (lab/binaries/kube-apiserver-<version>/*.src, lab/binaries/etcd/*.src) for
+# (lab/binaries/kube-apiserver-<version>/*.src, lab/binaries/etcd/*.src,
+# lab/binaries/prometheus/*.src) for
 # the versions below. They are separate
 # modules because k8s.io/kubernetes replaces its staging modules, which must
 # not reach repro's own go.mod. Run after changing a version, then rebuild
@@ -10,6 +11,8 @@ set -euo pipefail
 # The lab's default first, then the Kubernetes of OpenShift 4.17 and 4.16.
 KUBE_VERSIONS=${KUBE_VERSIONS:-v1.34.4 v1.30.14 v1.29.6}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.4}
+# Prometheus 3.16.0 (its Go module is versioned v0.316.0).
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-v0.316.0}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -93,4 +96,25 @@ dst=$root/lab/binaries/etcd
 cp go.mod "$dst/go.mod.src"
 cp go.sum "$dst/go.sum.src"
 cp main.go "$dst/main.go.src"
-echo "updated lab build modules: kube-apiserver ${KUBE_VERSIONS}, etcd ${ETCD_VERSION}"
+# prometheus: the command from its own module, pinned by a tools file; it
+# needs the Go release its go.mod names.
+pdir=$work/prometheus
+mkdir -p "$pdir"
+cd "$pdir"
+go mod init repro.local/lab/prometheus >/dev/null 2>&1
+cat >tools.go <<'GO'
+//go:build tools
+
+// Package tools pins the prometheus command so go mod tidy keeps its dependencies.
+package tools
+
+import _ "github.com/prometheus/prometheus/cmd/prometheus"
+GO
+go get "github.com/prometheus/prometheus@${PROMETHEUS_VERSION}"
+go mod tidy
+dst=$root/lab/binaries/prometheus
+mkdir -p "$dst"
+cp go.mod "$dst/go.mod.src"
+cp go.sum "$dst/go.sum.src"
+cp tools.go "$dst/tools.go.src"
+echo "updated lab build modules: kube-apiserver ${KUBE_VERSIONS}, etcd ${ETCD_VERSION}, prometheus ${PROMETHEUS_VERSION}"

@@ -295,8 +295,8 @@ func TestRoundTripFromRepro(t *testing.T) {
 		t.Fatalf("placements = %+v", ps)
 	}
 	// 4.3 s of header timeouts from 10.25 s, 0.3 s of 429 from 15.25 s: the
-	// file keeps whole seconds.
-	if ps[0].Backend != "kube-api-new-connections" || !ps[0].From.Equal(start.Add(10*time.Second)) || !ps[0].To.Equal(start.Add(14*time.Second)) ||
+	// file keeps whole seconds, each interval rounded out to them.
+	if ps[0].Backend != "kube-api-new-connections" || !ps[0].From.Equal(start.Add(10*time.Second)) || !ps[0].To.Equal(start.Add(15*time.Second)) ||
 		ps[0].Pattern != PatternRollout || ps[0].Node != "master-0" || ps[0].Error != headers {
 		t.Errorf("first = %+v", ps[0])
 	}
@@ -311,8 +311,8 @@ func TestRoundTripFromRepro(t *testing.T) {
 	if err := json.Unmarshal(data, &bd); err != nil {
 		t.Fatal(err)
 	}
-	// origin: 4.3 s -> 4 s; 0.3 s counts 1 s.
-	if d := bd.BackendDisruptions["kube-api-new-connections"].DisruptedDuration.Duration; d != 4*time.Second {
+	// origin: 4.3 s over seconds 10-14 -> 5 s; 0.3 s counts 1 s.
+	if d := bd.BackendDisruptions["kube-api-new-connections"].DisruptedDuration.Duration; d != 5*time.Second {
 		t.Errorf("new: %v", d)
 	}
 	if d := bd.BackendDisruptions["kube-api-reused-connections"].DisruptedDuration.Duration; d != time.Second {

@@ -214,22 +214,30 @@ func WriteFolder(dir string, r Run, ps []Placement, o OutOptions) error {
 	for _, fl := range r.Files {
 		all = append(all, fl.Intervals...)
 	}
-	var from, to time.Time
+	// The run starts at its earliest interval of any kind, not its earliest
+	// disruption: a run whose first disruption came after a kube-apiserver
+	// shutdown began would otherwise start inside that rollout, and its
+	// rollout would read as baseline.
+	var from, to, firstDisruption time.Time
 	for _, iv := range all {
-		if iv.IsDisruption() && !iv.From.IsZero() {
-			if from.IsZero() || iv.From.Before(from) {
-				from = iv.From
-			}
-			end := iv.To
-			if end.IsZero() {
-				end = iv.From
-			}
-			if end.After(to) {
-				to = end
-			}
+		if iv.From.IsZero() {
+			continue
+		}
+		if from.IsZero() || iv.From.Before(from) {
+			from = iv.From
+		}
+		end := iv.To
+		if end.IsZero() {
+			end = iv.From
+		}
+		if end.After(to) {
+			to = end
+		}
+		if iv.IsDisruption() && (firstDisruption.IsZero() || iv.From.Before(firstDisruption)) {
+			firstDisruption = iv.From
 		}
 	}
-	if from.IsZero() {
+	if firstDisruption.IsZero() {
 		return fmt.Errorf("%s: no Disruption intervals to import (the run sampled no backends)", r.Name)
 	}
 	from, to = from.Truncate(time.Second), to.Truncate(time.Second).Add(time.Second)
@@ -252,7 +260,11 @@ func WriteFolder(dir string, r Run, ps []Placement, o OutOptions) error {
 				continue
 			}
 			s := samplerOf(iv)
-			if s.name == "" {
+			if s.name == "" || BackendKind(iv) != results.KindAPIServer {
+				// only apiserver backends become repro samples, so the
+				// apiserver catalogue never reads an ingress, host-to-host
+				// or canary failure as its own; they stay in the
+				// placements file
 				continue
 			}
 			samplers[s.name] = s

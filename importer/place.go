@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/repro-tools/repro/origin"
+	"github.com/repro-tools/repro/results"
 )
 
 // Patterns a disruption is given.
@@ -15,9 +16,16 @@ const (
 	PatternRollout = "apiserver-rollout"
 	// PatternNodeUpdate: during a node's update (drain, OS update, reboot).
 	PatternNodeUpdate = "node-update"
-	// PatternOther: neither.
+	// PatternBeforeUpgrade: neither, and before the upgrade began (the
+	// original report's "bar earlier in the job runs"): the cluster was
+	// not being upgraded, so no rollout of the upgrade can explain it.
+	PatternBeforeUpgrade = "before-upgrade"
+	// PatternOther: none of the above.
 	PatternOther = "other"
 )
+
+// Patterns lists the patterns in the order tables show them.
+var Patterns = []string{PatternRollout, PatternNodeUpdate, PatternBeforeUpgrade, PatternOther}
 
 // Buffers of repro's "during a graceful shutdown" rule. Origin's
 // faulty-load-balancer monitor (openshift/origin
@@ -63,6 +71,15 @@ type Placement struct {
 	OffsetSeconds *float64 `json:"offsetSeconds,omitempty"`
 	Where         string   `json:"where"`
 	Error         string   `json:"error"`
+	// Kind is what the backend measures (results.DescribeBackend): only
+	// "apiserver" placements are apiserver failures; the others are placed
+	// and shown, never fed to the apiserver catalogue.
+	Kind results.BackendKind `json:"kind"`
+	// Instance is origin's disruption instance name (the locator's
+	// "disruption" key: who sampled), kept as origin wrote it.
+	Instance string `json:"instance,omitempty"`
+	// AuditID is the failed request's audit ID when the sampler set one.
+	AuditID string `json:"auditID,omitempty"`
 	// Nearest names the events closest to an "other" disruption.
 	Nearest []string `json:"nearest,omitempty"`
 }
@@ -81,6 +98,9 @@ type evidence struct {
 	others             []window // other apiservers' shutdowns, for "nearest"
 	events             []origin.Interval
 	end                time.Time
+	// upgradeStart is when the cluster's upgrade began, zero when the file
+	// does not say (see upgradeStart).
+	upgradeStart time.Time
 }
 
 func nodeOf(iv origin.Interval) string {
@@ -126,11 +146,12 @@ func gather(ivs []origin.Interval) *evidence {
 			if to.IsZero() {
 				to = ev.end
 			}
-			ev.updates = append(ev.updates, window{node: nodeOf(iv), phase: iv.Message.Annotations[origin.AnnotationPhase], from: iv.From, to: to})
+			ev.updates = append(ev.updates, window{node: nodeOf(iv), phase: NodeUpdatePhase(iv), from: iv.From, to: to})
 		case isKubeAPIServerEvent(iv):
 			ev.events = append(ev.events, iv)
 		}
 	}
+	ev.upgradeStart = upgradeStart(ivs)
 	sort.SliceStable(ev.events, func(i, j int) bool { return ev.events[i].From.Before(ev.events[j].From) })
 	if len(ev.shutdowns) == 0 {
 		started := map[string]time.Time{}
@@ -189,6 +210,60 @@ func shutdownPhase(w window, t time.Time) string {
 	return phase
 }
 
+// NodeUpdatePhase names a NodeUpdate interval's phase. Origin annotates
+// each completed phase ("phase": Drain, OperatingSystemUpdate, Reboot,
+// Update), but a phase still open when monitoring stopped is closed by the
+// state tracker's CloseAllIntervals without that annotation: newer origin
+// writes the phase as the "state" annotation with the message "never
+// completed", older origin only as "state/<phase> never completed" in the
+// message (openshift/origin pkg/monitortestlibrary/statetracker,
+// pkg/monitortests/node/nodestateanalyzer). The phase is taken from
+// whichever the interval has.
+func NodeUpdatePhase(iv origin.Interval) string {
+	if p := iv.Message.Annotations[origin.AnnotationPhase]; p != "" {
+		return p
+	}
+	if p := iv.Message.Annotations["state"]; p != "" {
+		return p
+	}
+	for _, f := range strings.Fields(iv.Message.HumanMessage) {
+		if p, ok := strings.CutPrefix(f, "state/"); ok && p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+// upgradeStart is when the upgrade began, by origin's ClusterVersion
+// intervals: the start of the first interval that says the cluster
+// version began progressing or updating. Zero when the file has none
+// (an install-only job, or the conformance file of an upgrade job).
+func upgradeStart(ivs []origin.Interval) time.Time {
+	var t time.Time
+	for _, iv := range ivs {
+		if !isClusterVersion(iv) || iv.From.IsZero() {
+			continue
+		}
+		m := iv.Message
+		progressing := m.Annotations[origin.AnnotationCondition] == "Progressing" && m.Annotations[origin.AnnotationStatus] != "False"
+		upgrade := strings.Contains(m.Reason, "Upgrade") || strings.Contains(m.Reason, "Updat") ||
+			strings.Contains(m.HumanMessage, "Working towards") || strings.Contains(m.HumanMessage, "Updating to") ||
+			strings.Contains(m.HumanMessage, "upgrade to")
+		if (progressing || upgrade) && (t.IsZero() || iv.From.Before(t)) {
+			t = iv.From
+		}
+	}
+	return t
+}
+
+// isClusterVersion says an interval is about the ClusterVersion (origin's
+// VersionState and ClusterVersion intervals, and KubeEvents on it).
+func isClusterVersion(iv origin.Interval) bool {
+	k := iv.Locator.Keys
+	return k["clusterversion"] != "" || iv.Source == "VersionState" || iv.Source == "ClusterVersion" ||
+		(iv.Locator.Keys[origin.KeyClusterOperator] == "version")
+}
+
 func contains(w window, t time.Time) bool { return !t.Before(w.from) && t.Before(w.to) }
 
 // errorText takes the sampler's error out of its message ("... over new
@@ -218,7 +293,10 @@ func Place(r Run) []Placement {
 				Run: r.Name, Phase: f.Phase, File: f.Path,
 				Backend: iv.Locator.BackendDisruptionName(), Connection: iv.Locator.Keys[origin.KeyConnection],
 				From: iv.From, To: iv.To, Seconds: secs(iv.Duration()),
-				Error: errorText(iv.Message),
+				Error:    errorText(iv.Message),
+				Kind:     BackendKind(iv),
+				Instance: iv.Locator.Keys[origin.KeyDisruption],
+				AuditID:  iv.Message.Annotations[origin.AnnotationRequestAuditID],
 			}
 			place(&p, ev)
 			out = append(out, p)
@@ -261,6 +339,10 @@ func place(p *Placement, ev *evidence) {
 		off := secs(t.Sub(upd.from))
 		p.OffsetSeconds = &off
 		p.Where = fmt.Sprintf("%s's update, phase %s, %+.0f s from the phase's start", upd.node, orUnknown(upd.phase), off)
+	case !ev.upgradeStart.IsZero() && t.Before(ev.upgradeStart):
+		p.Pattern = PatternBeforeUpgrade
+		p.Nearest = nearest(ev, t)
+		p.Where = fmt.Sprintf("before the upgrade began (%s, %.0f s later)", ev.upgradeStart.UTC().Format("15:04:05"), ev.upgradeStart.Sub(t).Seconds())
 	default:
 		p.Pattern = PatternOther
 		p.Nearest = nearest(ev, t)
@@ -269,6 +351,13 @@ func place(p *Placement, ev *evidence) {
 			p.Where += "; nearest: " + p.Nearest[0]
 		}
 	}
+}
+
+// BackendKind is what a Disruption interval's backend measures, from
+// origin's backend name (results.DescribeBackend).
+func BackendKind(iv origin.Interval) results.BackendKind {
+	d, _ := results.DescribeBackend(iv.Locator.BackendDisruptionName())
+	return d.Kind
 }
 
 func secsString(d time.Duration) string { return fmt.Sprintf("%.0f s", d.Seconds()) }

@@ -51,7 +51,6 @@ func (l *Lab) bootstrap(ctx context.Context, via *Node) error {
 		return err
 	}
 	for _, c := range all {
-		c := c
 		if err := retry("creating CRD "+c.Name, func() error {
 			_, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, c, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
@@ -63,7 +62,6 @@ func (l *Lab) bootstrap(ctx context.Context, via *Node) error {
 		}
 	}
 	for _, ns := range []string{Namespace, OperatorNamespace} {
-		ns := ns
 		if err := retry("creating namespace "+ns, func() error {
 			_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 				Name:   ns,
@@ -89,7 +87,6 @@ func (l *Lab) bootstrap(ctx context.Context, via *Node) error {
 		return err
 	}
 	for _, n := range l.nodes {
-		n := n
 		if err := retry("creating node "+n.name, func() error { return createNode(ctx, kube, n.name) }); err != nil {
 			return err
 		}
@@ -124,7 +121,6 @@ func (l *Lab) bootstrap(ctx context.Context, via *Node) error {
 	// The CRD forbids a node status born with a revision (the node
 	// controller adds bare entries, the installer fills them), so two writes.
 	for _, withRevisions := range []bool{false, true} {
-		withRevisions := withRevisions
 		if err := retry("setting kubeapiservers/cluster status", func() error {
 			obj, err := op.OperatorV1().KubeAPIServers().Get(ctx, operator.Name, metav1.GetOptions{})
 			if err != nil {

@@ -41,6 +41,7 @@ import (
 	"github.com/repro-tools/repro/lab/operator"
 	"github.com/repro-tools/repro/lab/pki"
 	"github.com/repro-tools/repro/lab/proc"
+	"github.com/repro-tools/repro/lab/promserver"
 )
 
 // Namespace is where OpenShift runs the kube-apiserver static pods.
@@ -67,7 +68,9 @@ type Lab struct {
 	lb      Balancer
 	lbKind  string
 	recFile *os.File
-	nodes   []*Node
+	// healthFile holds the load balancer's health records (LBHealthFile).
+	healthFile *os.File
+	nodes      []*Node
 
 	cfg    *rest.Config
 	client kubernetes.Interface
@@ -95,6 +98,9 @@ type Lab struct {
 	replicas []*Replica
 	epMu     sync.Mutex
 	epClient kubernetes.Interface
+
+	// prom is the lab's Prometheus (prometheus.go), nil without one.
+	prom *promserver.Server
 }
 
 // Balancer is what the lab needs of its load balancer; lab/lb's Go proxy
@@ -222,6 +228,12 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		}
 		lbOpts.Records = l.recFile
 	}
+	// The health checker's transitions, as results.Signal lines, in a file
+	// of their own: a run copies them into its results' signals.
+	if l.healthFile, err = os.Create(filepath.Join(l.dir, LBHealthFile)); err != nil {
+		return nil, err
+	}
+	lbOpts.HealthRecords = l.healthFile
 	lbx, err := lb.New(lbOpts)
 	if err != nil {
 		return nil, err
@@ -241,7 +253,6 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	}
 	results := make(chan started, len(l.nodes))
 	for _, n := range l.nodes {
-		n := n
 		l.lb.SetRegistered(n.name, false)
 		go func() { results <- started{n, n.start(ctx, 1)} }()
 	}
@@ -280,7 +291,6 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	// in service.
 	warmErrs := make(chan error, len(l.nodes))
 	for _, n := range l.nodes {
-		n := n
 		go func() { warmErrs <- n.warmUp(ctx) }()
 	}
 	for range l.nodes {
@@ -307,6 +317,11 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	}
 	if err := l.startAggregated(wctx); err != nil {
 		return nil, err
+	}
+	if bins.Prometheus != "" {
+		if err := l.startPrometheus(wctx, bins.Prometheus); err != nil {
+			return nil, err
+		}
 	}
 
 	if l.op, err = operator.New(operator.Options{
@@ -336,6 +351,8 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 // BinaryPaths are the programs a lab runs.
 type BinaryPaths struct {
 	KubeAPIServer, Etcd, Aggregated string
+	// Prometheus is "" unless Options.Prometheus.
+	Prometheus string
 }
 
 // Binaries returns the programs a lab with opts runs, building into the
@@ -361,6 +378,11 @@ func Binaries(ctx context.Context, opts Options) (BinaryPaths, error) {
 			return b, fmt.Errorf("the lab's aggregated API server %s is not built yet and building it needs a Go toolchain: %w (install Go 1.24 or newer, or run repro lab build once where Go is)", aggregated.Spec.Version, binaries.ErrNoGoToolchain)
 		}
 		return b, err
+	}
+	if opts.Prometheus {
+		if b.Prometheus, err = resolveBinary(ctx, "", binaries.Prometheus, opts.BuildProgress); err != nil {
+			return b, err
+		}
 	}
 	return b, nil
 }
@@ -430,6 +452,13 @@ func (l *Lab) URL() string { return "https://" + l.lb.Addr() }
 // RESTConfig returns an admin (system:masters) config for the load
 // balancer, verifying the apiservers against the lab's CA.
 func (l *Lab) RESTConfig() *rest.Config { return rest.CopyConfig(l.cfg) }
+
+// LBHealthFile, in the lab's directory, holds the load balancer's health
+// records: one results.Signal line (source "lab-lb") per change.
+const LBHealthFile = "lb-health.jsonl"
+
+// LBHealthPath is the file of the load balancer's health records.
+func (l *Lab) LBHealthPath() string { return filepath.Join(l.dir, LBHealthFile) }
 
 // Dir is the lab's directory (PKI, etcd data, logs).
 func (l *Lab) Dir() string { return l.dir }
@@ -517,6 +546,7 @@ func (l *Lab) Stop() error {
 	l.stopOnce.Do(func() {
 		defer close(l.stopped)
 		l.cancel()
+		errs0 := l.stopPrometheus()
 		if l.events != nil {
 			l.events.close()
 		}
@@ -525,7 +555,6 @@ func (l *Lab) Stop() error {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, n := range l.nodes {
-			n := n
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -560,13 +589,16 @@ func (l *Lab) Stop() error {
 			_ = l.lb.Close()
 		}
 		l.closeKubelets()
+		if l.healthFile != nil {
+			_ = l.healthFile.Close()
+		}
 		if l.recFile != nil {
 			_ = l.recFile.Close()
 		}
 		if l.tempDir && l.dir != "" {
 			errs = appendErr(errs, os.RemoveAll(l.dir))
 		}
-		l.stopErr = errors.Join(errs...)
+		l.stopErr = errors.Join(append(errs, errs0)...)
 	})
 	return l.stopErr
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,6 +76,10 @@ type Options struct {
 	Faults Faults
 	// Profile names the profile Options were built from, for the record.
 	Profile string
+	// Prometheus runs the lab's own Prometheus (prometheus.go), scraping
+	// every server each second, for a run's metrics; it costs a little CPU
+	// the lab's timings share, so it is off unless asked for.
+	Prometheus bool
 	// ConnRecords, if set, is a file the load balancer streams its
 	// connection records to as JSON lines.
 	ConnRecords string
@@ -186,10 +193,32 @@ func ResolveLB(choice string) (kind, why string, err error) {
 	return "", "", fmt.Errorf("--lab-lb %q: want one of %s", choice, strings.Join(LBChoices(), ", "))
 }
 
+// Validate checks o as Start would, with the defaults filled in, without
+// building, starting or listening on anything: the CLI calls it before any
+// build so a bad option costs no build (a cold one takes minutes). Its
+// error is one line.
+func (o Options) Validate() error {
+	if o.Nodes < 0 {
+		// withDefaults turns only 0 into the default; a negative count
+		// would otherwise reach validate's range check as it is.
+		return fmt.Errorf("lab nodes must be 1..9, got %d", o.Nodes)
+	}
+	return o.withDefaults().validate()
+}
+
 func (o Options) validate() error {
+	if err := validListen(o.Listen); err != nil {
+		return err
+	}
 	switch {
 	case o.Nodes < 1 || o.Nodes > 9:
 		return fmt.Errorf("lab nodes must be 1..9, got %d", o.Nodes)
+	case o.StartTimeout < 0:
+		return fmt.Errorf("start timeout must not be negative, got %s", o.StartTimeout)
+	case o.Health.Interval < 0 || o.Health.Timeout < 0 || o.ProbeInterval < 0:
+		return fmt.Errorf("health check interval, timeout and probe interval must not be negative, got %s, %s, %s", o.Health.Interval, o.Health.Timeout, o.ProbeInterval)
+	case o.Health.HealthyThreshold < 0 || o.Health.UnhealthyThreshold < 0:
+		return fmt.Errorf("health check thresholds must be at least 1, got %d and %d", o.Health.HealthyThreshold, o.Health.UnhealthyThreshold)
 	case o.ShutdownDelay < 0:
 		return fmt.Errorf("shutdown delay must not be negative, got %s", o.ShutdownDelay)
 	case o.GracePeriod <= o.ShutdownDelay:
@@ -210,11 +239,42 @@ func (o Options) validate() error {
 	if _, err := binaries.KubeAPIServerFor(o.KubeVersion); err != nil {
 		return err
 	}
+	for _, p := range []struct{ what, path string }{{"kube-apiserver binary", o.KubeAPIServer}, {"etcd binary", o.Etcd}} {
+		if p.path == "" {
+			continue
+		}
+		if st, err := os.Stat(p.path); err != nil {
+			return fmt.Errorf("%s %s: %v: give the path of an executable", p.what, p.path, errors.Unwrap(err))
+		} else if st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+			return fmt.Errorf("%s %s is not an executable file: give the path of one", p.what, p.path)
+		}
+	}
 	for _, n := range o.Faults.EtcdStallOn {
 		var i int
 		if _, err := fmt.Sscanf(n, "master-%d", &i); err != nil || i < 0 || i >= o.Nodes || n != fmt.Sprintf("master-%d", i) {
 			return fmt.Errorf("etcd-stall-on names %q, not one of the lab's %d nodes (master-0..%d)", n, o.Nodes, o.Nodes-1)
 		}
+	}
+	return nil
+}
+
+// validListen checks the load balancer's address without listening: host
+// an IP literal or localhost (the lab binds its own machine's addresses; a
+// name would be resolved, and a typo like 999.1.1.1 passed to the resolver),
+// port 0..65535. Whether a fixed port is free is checked at Start.
+func validListen(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("load balancer address %q: want HOST:PORT, e.g. 127.0.0.1:0", addr)
+	}
+	if host != "" && host != "localhost" && net.ParseIP(host) == nil {
+		return fmt.Errorf("load balancer address %q: %q is not an IP address; use e.g. 127.0.0.1:0", addr, host)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("load balancer address %q: port %q is not 0..65535", addr, port)
 	}
 	return nil
 }

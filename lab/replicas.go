@@ -370,7 +370,6 @@ func (l *Lab) startAggregated(ctx context.Context) error {
 	}
 	errs := make(chan error, len(l.replicas))
 	for _, r := range l.replicas {
-		r := r
 		go func() { errs <- r.start(ctx, kubeconfigs[r.node.name]) }()
 	}
 	var startErr error
@@ -388,7 +387,6 @@ func (l *Lab) startAggregated(ctx context.Context) error {
 		}
 	}
 	for _, r := range l.replicas {
-		r := r
 		l.bg.Add(2)
 		go func() { defer l.bg.Done(); r.probeLoop(l.ctx) }()
 		go func() { defer l.bg.Done(); r.kubeletLoop(l.ctx) }()
@@ -432,7 +430,6 @@ func (l *Lab) bootstrapAggregated(ctx context.Context) error {
 		return err
 	}
 	for _, g := range aggregated.Groups {
-		g := g
 		if err := retry("creating namespace "+g.Namespace, func() error {
 			_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 				Name:   g.Namespace,
@@ -824,7 +821,6 @@ func (l *Lab) RollReplicas(ctx context.Context, node string) error {
 	}
 	errs := make(chan error, len(hit))
 	for _, r := range hit {
-		r := r
 		go func() {
 			i := l.faults.add(FaultEvent{Fault: "aggregated-rollout", Node: node, Nodes: []string{r.group.Component + "/" + node}, From: time.Now()})
 			defer func() { l.faults.end(i, time.Now()) }()

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/repro-tools/repro/results"
 )
 
 // Format is one of the serializations origin has written interval files in.
@@ -163,14 +165,26 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Msg)
 }
 
-// ReadFile decodes an interval file; an error is one line naming the file
-// and the position.
+// MaxItemBytes bounds one item of an interval file, and any other value
+// of its top-level object: origin's items are a few hundred bytes, so a
+// longer one is not an interval, and the decoder would hold it whole.
+const MaxItemBytes = 4 << 20
+
+// MaxFieldBytes bounds one text of an item (a human message, a locator
+// key, an annotation): origin keeps a message, not a log.
+const MaxFieldBytes = 64 << 10
+
+// ReadFile decodes an interval file, streaming: memory holds the intervals
+// decoded and one item at a time, never the file. An error is one line
+// naming the file and the position. Anything but a regular file (a FIFO, a
+// device, a directory) is refused before it is read.
 func ReadFile(path string) ([]Interval, error) {
-	data, err := os.ReadFile(path)
+	f, err := results.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	ivs, err := Decode(data)
+	defer f.Close()
+	ivs, err := decode(f, func(off int64) (int, int) { return lineColInFile(path, off) })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -181,7 +195,12 @@ func ReadFile(path string) ([]Interval, error) {
 // key, so a key that is a string in one era and an object in another (or
 // both in one object) is taken for what it is.
 func Decode(data []byte) ([]Interval, error) {
-	d := &decoder{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+	return decode(bytes.NewReader(data), func(off int64) (int, int) { return lineColIn(data, off) })
+}
+
+func decode(r io.Reader, pos func(off int64) (line, col int)) ([]Interval, error) {
+	br := &budgetReader{r: r, left: MaxItemBytes}
+	d := &decoder{br: br, dec: json.NewDecoder(br), pos: pos}
 	ivs, err := d.file()
 	if err != nil {
 		var se *SyntaxError
@@ -193,19 +212,102 @@ func Decode(data []byte) ([]Interval, error) {
 	return ivs, nil
 }
 
-type decoder struct {
-	data []byte
-	dec  *json.Decoder
+// errTooLarge is budgetReader's error once an item used its budget.
+var errTooLarge = errors.New("too large")
+
+// budgetReader lets the JSON decoder read at most left bytes until the
+// budget is renewed for the next item: the decoder buffers a whole value
+// before it decodes it, so this is what bounds its memory.
+type budgetReader struct {
+	r    io.Reader
+	left int64
+	over bool
 }
 
-// errorf returns a SyntaxError at the decoder's current offset.
-func (d *decoder) errorf(format string, args ...any) error {
-	off := int(d.dec.InputOffset())
-	if off > len(d.data) {
-		off = len(d.data)
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		b.over = true
+		return 0, errTooLarge
 	}
-	line := 1 + bytes.Count(d.data[:off], []byte("\n"))
-	col := off - bytes.LastIndexByte(d.data[:off], '\n')
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *budgetReader) renew() { b.left = MaxItemBytes }
+
+// lineColIn is the line and column of byte offset off of data.
+func lineColIn(data []byte, off int64) (int, int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	return line, int(off) - bytes.LastIndexByte(data[:off], '\n')
+}
+
+// lineColInFile is the line and column of byte offset off of the file at
+// path, counted by reading it again in chunks (only when reporting an
+// error, so the decoder never keeps what it has read).
+func lineColInFile(path string, off int64) (int, int) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	line, lastNL := 1, int64(-1)
+	var at int64
+	for at < off {
+		n, err := f.Read(buf[:min(int64(len(buf)), off-at)])
+		for i, c := range buf[:n] {
+			if c == '\n' {
+				line++
+				lastNL = at + int64(i)
+			}
+		}
+		at += int64(n)
+		if err != nil {
+			break
+		}
+	}
+	return line, int(at - lastNL)
+}
+
+type decoder struct {
+	br  *budgetReader
+	dec *json.Decoder
+	pos func(off int64) (line, col int)
+	// item is the index of the item being decoded, -1 outside "items";
+	// itemOff is where it starts.
+	item    int
+	itemOff int64
+}
+
+// errorf returns a SyntaxError at the decoder's current offset, or, when
+// an item outgrew MaxItemBytes, at the item's start.
+func (d *decoder) errorf(format string, args ...any) error {
+	if d.br.over {
+		line, col := d.pos(d.itemOff)
+		what := "a value of the file's object"
+		if d.item >= 0 {
+			what = fmt.Sprintf("items[%d]", d.item)
+		}
+		return &SyntaxError{Line: line, Column: col, Msg: fmt.Sprintf("%s is larger than %d MiB: not an interval file origin writes", what, MaxItemBytes>>20)}
+	}
+	line, col := d.pos(d.dec.InputOffset())
+	msg := fmt.Sprintf(format, args...)
+	if d.item >= 0 {
+		msg = fmt.Sprintf("items[%d]: %s", d.item, msg)
+	}
+	return &SyntaxError{Line: line, Column: col, Msg: msg}
+}
+
+// errorAt returns a SyntaxError at byte offset off.
+func (d *decoder) errorAt(off int64, format string, args ...any) error {
+	line, col := d.pos(off)
 	return &SyntaxError{Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
 }
 
@@ -245,12 +347,15 @@ func (d *decoder) file() ([]Interval, error) {
 	}
 	var out []Interval
 	seenItems := false
+	d.item = -1
 	for d.dec.More() {
 		key, err := d.key()
 		if err != nil {
 			return nil, err
 		}
 		if key != "items" {
+			d.br.renew()
+			d.itemOff = d.dec.InputOffset()
 			var skip json.RawMessage
 			if err := d.dec.Decode(&skip); err != nil {
 				return nil, d.errorf("%v", err)
@@ -268,13 +373,16 @@ func (d *decoder) file() ([]Interval, error) {
 		if t, ok := tok.(json.Delim); !ok || t != '[' {
 			return nil, d.errorf(`"items" must be a list, found %v`, describe(tok))
 		}
-		for d.dec.More() {
-			iv, err := d.item()
+		for n := 0; d.dec.More(); n++ {
+			d.br.renew()
+			d.item, d.itemOff = n, d.dec.InputOffset()
+			iv, err := d.decodeItem()
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, iv)
 		}
+		d.item = -1
 		if err := d.delim(']'); err != nil {
 			return nil, err
 		}
@@ -303,8 +411,8 @@ func (d *decoder) key() (string, error) {
 	return k, nil
 }
 
-// item decodes one interval object of any era.
-func (d *decoder) item() (Interval, error) {
+// decodeItem decodes one interval object of any era.
+func (d *decoder) decodeItem() (Interval, error) {
 	var iv Interval
 	if err := d.delim('{'); err != nil {
 		return iv, err
@@ -414,7 +522,43 @@ func (d *decoder) item() (Interval, error) {
 	if iv.Source == "" {
 		iv.Source = inferSource(iv)
 	}
+	if f := longField(&iv, oldLoc, oldMsg); f != "" {
+		return iv, d.errorAt(d.itemOff, "items[%d]: %s is longer than %d KiB; origin keeps a message, not a log", d.item, f, MaxFieldBytes>>10)
+	}
+	if !iv.To.IsZero() && iv.To.Before(iv.From) {
+		// origin's unset end is "to": null (zero length, as
+		// monitorapi's Intervals.Duration counts it); an end before the
+		// start is a broken interval, not an open one.
+		return iv, d.errorAt(d.itemOff, `items[%d]: "to" %s is before "from" %s; an interval with no end has "to": null`,
+			d.item, iv.To.Format(time.RFC3339Nano), iv.From.Format(time.RFC3339Nano))
+	}
 	return iv, nil
+}
+
+// longField names the first text of an item longer than MaxFieldBytes,
+// "" when none is.
+func longField(iv *Interval, oldLoc, oldMsg string) string {
+	texts := []struct {
+		name, v string
+	}{{"level", iv.Level}, {"source", iv.Source}, {"locator", oldLoc}, {"message", oldMsg},
+		{"locator type", iv.Locator.Type}, {"humanMessage", iv.Message.HumanMessage},
+		{"reason", iv.Message.Reason}, {"cause", iv.Message.Cause}}
+	for _, t := range texts {
+		if len(t.v) > MaxFieldBytes {
+			return fmt.Sprintf("%q", t.name)
+		}
+	}
+	for k, v := range iv.Locator.Keys {
+		if len(k)+len(v) > MaxFieldBytes {
+			return fmt.Sprintf("locator key %.40q", k)
+		}
+	}
+	for k, v := range iv.Message.Annotations {
+		if len(k)+len(v) > MaxFieldBytes {
+			return fmt.Sprintf("annotation %.40q", k)
+		}
+	}
+	return ""
 }
 
 func emptyLocator(l Locator) bool { return l.Type == "" && len(l.Keys) == 0 }

@@ -139,9 +139,8 @@ func WithTargets(t ...Target) Option { return func(c *config) { c.targets = t } 
 // It is small on purpose: the buffer is one object of Samples with
 // pointers (336 bytes each) that every GC cycle scans whole, full or
 // empty, and a request whose send waits for the reader has already taken
-// its timing, so a wait changes nothing measured. At 600 requests/s, 4096
-// slots (1.4 MB) made 13.8 GC cycles/s and 0.026 ms of GC CPU a request;
-// 256 slots make 9.0 and 0.013 ms.
+// its timing, so a wait changes nothing measured. A larger buffer only
+// adds GC work (the figures are in docs/prober-cost.md).
 const DefaultBufferSize = 256
 
 // WithBufferSize sets the capacity of the channel Run returns (default
@@ -159,6 +158,16 @@ type Prober struct {
 	base     time.Time
 	baseWall time.Time
 	running  bool
+
+	// stop ends scheduling at the end of a run (Stop); stopOnce guards it.
+	stop     chan struct{}
+	stopOnce sync.Once
+
+	// open holds the monotonic start of every request in flight, by a
+	// request number, so a stop can say how many were open and since when.
+	openMu   sync.Mutex
+	open     map[uint64]time.Time
+	openNext uint64
 }
 
 type poller struct {
@@ -231,7 +240,7 @@ func New(rc *rest.Config, opts ...Option) (*Prober, error) {
 	if len(targets) == 0 {
 		targets = []Target{{}}
 	}
-	p := &Prober{cfg: c}
+	p := &Prober{cfg: c, stop: make(chan struct{}), open: map[uint64]time.Time{}}
 	bound := InFlightBound(c.probeTimeout, c.interval)
 	n := time.Duration(len(targets) * len(c.backends) * len(c.connTypes))
 	seen := map[string]bool{}
@@ -465,12 +474,15 @@ func (p *Prober) Preflight(ctx context.Context) (results.Sample, error) {
 }
 
 // Run starts every poller and returns the channel their samples arrive on,
-// in completion order. Scheduling stops when ctx is cancelled or the
-// configured duration has elapsed. After a normal end every in-flight
-// request is allowed to finish (each is bounded by the probe timeout); after
-// ctx is cancelled they get the abort grace, then are cancelled and recorded
-// as aborted. The channel is closed once every sample has been sent. The
-// caller must drain it. Run may be called once.
+// in completion order. Scheduling stops when the configured duration has
+// elapsed, when Stop is called (the normal end of a run) or when ctx is
+// cancelled (an interrupt). After a normal end every request still in
+// flight is waited for: each ends by the probe timeout at the latest, and
+// one that met a timeout is a failure of its class like any other. After
+// ctx is cancelled that wait is skipped: open requests get the abort
+// grace, then are cancelled and recorded as unanswered at stop (see
+// Classify's aborted and markUnanswered). The channel is closed once every
+// sample has been sent. The caller must drain it. Run may be called once.
 func (p *Prober) Run(ctx context.Context) <-chan results.Sample {
 	out := make(chan results.Sample, p.cfg.bufferSize)
 	p.mu.Lock()
@@ -499,9 +511,26 @@ func (p *Prober) Run(ctx context.Context) <-chan results.Sample {
 		schedulers.Wait()
 		done := make(chan struct{})
 		go func() { requests.Wait(); close(done) }()
+		if ctx.Err() == nil {
+			if n, oldest := p.OpenRequests(); n > 0 {
+				p.cfg.log.Info("waiting for the requests still open to be answered or time out; Ctrl-C skips the wait",
+					zap.Int("open", n), zap.Time("oldestSent", oldest), zap.Duration("atMost", p.cfg.probeTimeout))
+			}
+		}
+		// Every request carries the probe timeout as its deadline; the
+		// backstop only guards against a transport that ignores it.
+		backstop := time.NewTimer(p.cfg.probeTimeout + p.cfg.abortGrace)
+		defer backstop.Stop()
 		select {
 		case <-done:
+		case <-backstop.C:
+			abort()
+			<-done
 		case <-ctx.Done():
+			if n, oldest := p.OpenRequests(); n > 0 {
+				p.cfg.log.Warn("stopping: requests still open are not waited for; unanswered ones are recorded as unanswered at stop",
+					zap.Int("open", n), zap.Time("oldestSent", oldest), zap.Duration("grace", p.cfg.abortGrace))
+			}
 			select {
 			case <-done:
 			case <-time.After(p.cfg.abortGrace):
@@ -513,6 +542,47 @@ func (p *Prober) Run(ctx context.Context) <-chan results.Sample {
 		close(out)
 	}()
 	return out
+}
+
+// Stop ends scheduling: no new request starts, and Run waits for the ones
+// in flight to be answered or to time out (at most the probe timeout)
+// before it closes its channel. It is the normal end of a run; cancelling
+// Run's context is an interrupt, which does not wait. Stop may be called
+// more than once, before or during Run.
+func (p *Prober) Stop() { p.stopOnce.Do(func() { close(p.stop) }) }
+
+// OpenRequests returns how many requests are in flight now and the wall
+// clock time the oldest of them was sent (zero when none is).
+func (p *Prober) OpenRequests() (int, time.Time) {
+	p.openMu.Lock()
+	defer p.openMu.Unlock()
+	var oldest time.Time
+	for _, t := range p.open {
+		if oldest.IsZero() || t.Before(oldest) {
+			oldest = t
+		}
+	}
+	if oldest.IsZero() {
+		return 0, oldest
+	}
+	p.mu.Lock()
+	base, baseWall := p.base, p.baseWall
+	p.mu.Unlock()
+	return len(p.open), baseWall.Add(oldest.Sub(base))
+}
+
+func (p *Prober) opened(start time.Time) uint64 {
+	p.openMu.Lock()
+	defer p.openMu.Unlock()
+	p.openNext++
+	p.open[p.openNext] = start
+	return p.openNext
+}
+
+func (p *Prober) closed(id uint64) {
+	p.openMu.Lock()
+	delete(p.open, id)
+	p.openMu.Unlock()
 }
 
 // schedule fires the ticks of one poller at base + offset + seq*interval. A tick
@@ -535,9 +605,11 @@ func (p *Prober) schedule(ctx, reqCtx context.Context, pl *poller, base, baseWal
 			select {
 			case <-ctx.Done():
 				return
+			case <-p.stop:
+				return
 			case <-timer.C:
 			}
-		} else if ctx.Err() != nil {
+		} else if ctx.Err() != nil || p.stopped() {
 			return
 		}
 		if late := time.Since(due); late >= interval {
@@ -564,13 +636,25 @@ func (p *Prober) schedule(ctx, reqCtx context.Context, pl *poller, base, baseWal
 		go func(seq uint64) {
 			defer requests.Done()
 			now := time.Now()
+			id := p.opened(now)
 			s := p.probe(reqCtx, reqCtx, pl, seq, now, baseWall.Add(now.Sub(base)))
+			p.closed(id)
 			<-pl.sem
 			pl.stats.inFlight.Add(-1)
 			pl.stats.record(&s)
 			out <- s
 		}(seq)
 		seq++
+	}
+}
+
+// stopped reports whether Stop was called.
+func (p *Prober) stopped() bool {
+	select {
+	case <-p.stop:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -709,6 +793,26 @@ var (
 // errorBodyLimit bounds how much of a non-success body is kept to describe it.
 const errorBodyLimit = 4096
 
+// maxHeaderText bounds a response header value kept in a sample; net/http
+// already bounds all headers together (DefaultMaxHeaderBytes), not one.
+const maxHeaderText = 512
+
+// markUnanswered describes a request the run stopped waiting for (an
+// interrupt cancelled it): "unanswered at stop" and how long it had
+// waited. One that had waited longer than the header timeout had already
+// been denied an answer for as long as a timeout takes, so it counts as a
+// header timeout; a shorter wait says nothing about the server and stays
+// aborted, which is neither success nor failure.
+func markUnanswered(s *results.Sample, headerTimeout time.Duration) {
+	waited := s.Duration.Round(time.Millisecond)
+	if s.Duration > headerTimeout {
+		s.ErrorClass = results.ClassHeaderTimeout
+		s.Error = fmt.Sprintf("unanswered at stop after %s, longer than the header timeout of %s", waited, headerTimeout)
+		return
+	}
+	s.Error = fmt.Sprintf("unanswered at stop after %s", waited)
+}
+
 // probe performs one request. start is the monotonic instant it began and
 // startWall the wall clock derived from the run's monotonic base.
 func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, start, startWall time.Time) results.Sample {
@@ -758,7 +862,7 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 		s.StatusCode = status
 		s.Protocol = resp.Proto
 		if v := resp.Header[canonicalDisruption]; len(v) > 0 && v[0] != "" {
-			h := v[0]
+			h := results.ClampText(v[0], maxHeaderText)
 			s.DisruptionHeader = SanitizeErrorText(h)
 			d := ParseDisruptionHeader(h)
 			s.ServedBy, s.ServerShutdown, s.ShutdownElapsed = d.Host, d.Shutdown, d.Elapsed
@@ -774,7 +878,7 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 		if err == nil && (status < 200 || status > 399) {
 			s.Error = SanitizeErrorText(statusText(resp.Status, head))
 			if ra := resp.Header.Get("Retry-After"); ra != "" {
-				s.RetryAfter = ra
+				s.RetryAfter = results.ClampText(ra, maxHeaderText)
 			}
 		}
 	}
@@ -782,6 +886,9 @@ func (p *Prober) probe(ctx, abortCtx context.Context, pl *poller, seq uint64, st
 	s.ErrorClass = Classify(err, status, err != nil && abortCtx.Err() != nil)
 	if err != nil {
 		s.Error = SanitizeErrorText(unwrapURLError(err))
+	}
+	if s.ErrorClass == results.ClassAborted {
+		markUnanswered(&s, phaseTimeout(p.cfg.probeTimeout))
 	}
 	ts.mu.Lock()
 	ts.frozen = true

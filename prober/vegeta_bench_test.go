@@ -236,10 +236,11 @@ const warm = 0.1
 // machine whose speed drifts during the run (a shared host, a CPU's
 // clock) weighs on both alike. The turns are short (1s by default)
 // because at this rate either tool's p99 is made of brief stalls that are
-// not its own code: a GC cycle every 75-100ms (most of the slowest 1% of
-// new-connection requests overlapped one's end, against 7% of all) and the
-// hypervisor's steal bursts; over four 5s turns they fell unevenly enough
-// to move a run's p99 ratio between 0.86x and 1.69x with the same code.
+// not its own code: GC cycles' ends (the slowest new-connection requests
+// overlap them far more often than requests do on average) and the
+// hypervisor's steal bursts, and over long turns these fall unevenly
+// enough between the tools to move a run's p99 ratio with the same code
+// (docs/prober-cost.md has the figures).
 // It prints p50 and p99 latency per connection type, CPU, allocations and
 // context switches per request, GC cycles and stolen time per second for
 // both, and repro's ratios to vegeta. Run it with make bench-vs-vegeta.

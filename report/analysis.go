@@ -1,7 +1,9 @@
 package report
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,8 +22,16 @@ type PollerSummary struct {
 	Backend    string
 	Connection results.ConnectionType
 	// Samples counts every sample; Failures the failed ones (aborted
-	// excluded); Aborted those cut by an interrupted run.
+	// excluded); Aborted those still unanswered when an interrupted run
+	// stopped (see AbortedSince).
 	Samples, Failures, Aborted int64
+	// AbortedSince is the start of the oldest request unanswered at stop
+	// and AbortedLongest the longest any of them had waited.
+	AbortedSince   time.Time
+	AbortedLongest time.Duration
+	// Duplicates counts sample lines dropped because a sample of the same
+	// poller and seq had been read already.
+	Duplicates int64
 	// Skipped counts ticks with no sample: gaps in the sequence numbers
 	// between the first and last sample (in-flight bound or stalls).
 	Skipped int64
@@ -64,6 +74,12 @@ type Analysis struct {
 	// TruncatedLast says the last line of samples.jsonl was cut short and
 	// skipped.
 	TruncatedLast bool
+	// Duplicates counts sample lines dropped as repeats (same poller and
+	// seq) of one already read.
+	Duplicates int64
+	// Unsampled counts the pollers in Pollers that have no sample (see
+	// AddUnsampledPollers).
+	Unsampled int
 	// From and To bound the samples (first start, last end).
 	From, To time.Time
 	// Attribution is the folder's attribution.jsonl, nil without one.
@@ -112,6 +128,7 @@ func (a *accumulator) add(s *results.Sample) {
 	}
 	if s.ErrorClass == results.ClassAborted {
 		st.Aborted++
+		noteAborted(st, s.Start, s.Duration)
 	} else if s.ErrorClass != results.ClassNone {
 		st.Failures++
 		st.Classes[s.ErrorClass]++
@@ -141,6 +158,9 @@ func (a *accumulator) merge(b *accumulator) {
 		st.Samples += bs.Samples
 		st.Failures += bs.Failures
 		st.Aborted += bs.Aborted
+		if bs.Aborted > 0 {
+			noteAborted(st, bs.AbortedSince, bs.AbortedLongest)
+		}
 		st.Unauthorized += bs.Unauthorized
 		for c, n := range bs.Classes {
 			st.Classes[c] += n
@@ -151,12 +171,59 @@ func (a *accumulator) merge(b *accumulator) {
 	}
 }
 
+// noteAborted folds one request unanswered at stop (or a summary of
+// several) into st's oldest start and longest wait.
+func noteAborted(st *PollerSummary, start time.Time, waited time.Duration) {
+	if st.AbortedSince.IsZero() || start.Before(st.AbortedSince) {
+		st.AbortedSince = start
+	}
+	if waited > st.AbortedLongest {
+		st.AbortedLongest = waited
+	}
+}
+
+// dedupe drops points whose seq repeats an earlier one's (pts sorted by
+// seq) and takes them out of st's counts: a line written twice is one
+// request.
+func dedupe(st *PollerSummary, pts []point, details []detail) []point {
+	kept := pts[:0]
+	for i := range pts {
+		p := pts[i]
+		if len(kept) > 0 && kept[len(kept)-1].seq == p.seq {
+			st.Duplicates++
+			st.Samples--
+			switch {
+			case p.class == abortedIdx:
+				st.Aborted--
+			case p.class != 0:
+				st.Failures--
+				if c := classByIndex[p.class]; st.Classes[c] > 0 {
+					st.Classes[c]--
+					if st.Classes[c] == 0 {
+						delete(st.Classes, c)
+					}
+				}
+				if p.detail >= 0 {
+					if code := details[p.detail].status; code == 401 || code == 403 {
+						st.Unauthorized--
+					}
+				}
+			}
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept
+}
+
 func (a *accumulator) finish() *Analysis {
 	out := &Analysis{}
 	var from, to int64
 	for _, pd := range a.pollers {
-		sort.Slice(pd.points, func(i, j int) bool { return pd.points[i].seq < pd.points[j].seq })
+		sort.SliceStable(pd.points, func(i, j int) bool { return pd.points[i].seq < pd.points[j].seq })
 		st := pd.summary
+		pd.points = dedupe(&st, pd.points, a.details)
+		out.Duplicates += st.Duplicates
 		if n := len(pd.points); n > 0 {
 			first, last := pd.points[0], pd.points[n-1]
 			st.First, st.Last = time.Unix(0, first.start).UTC(), time.Unix(0, last.start).UTC()
@@ -244,10 +311,36 @@ func Analyze(samples []results.Sample) *Analysis {
 	return acc.finish()
 }
 
+// ErrNoSamples is wrapped by LoadSamples' error when the file holds no
+// sample at all.
+var ErrNoSamples = errors.New("no samples")
+
+// batchBytes bounds the bytes of lines one decoding batch holds, so that
+// memory does not grow with the length of the lines (up to
+// results.MaxLineBytes each) times the lines in a batch.
+const batchBytes = 4 << 20
+
+// lineError is a decoding error and the line it happened on; of several,
+// the first line's is reported.
+type lineError struct {
+	line int64
+	err  error
+}
+
+func (e *lineError) earlier(line int64, err error) *lineError {
+	if err == nil || (e != nil && e.line <= line) {
+		return e
+	}
+	return &lineError{line, err}
+}
+
 // LoadSamples reads samples.jsonl at path and analyses it. Lines are decoded
 // on all cores; only what the interval rule needs is kept per sample (about
-// 40 bytes), plus the text of failed samples. A truncated last line is
-// skipped and reported in Analysis.TruncatedLast.
+// 40 bytes), plus the text of failed samples (bounded per sample by the
+// decoder). A truncated last line is skipped and reported in
+// Analysis.TruncatedLast. Of several bad lines, the first is reported.
+// A sample whose poller and seq were already seen is counted once
+// (Analysis.Duplicates).
 func LoadSamples(path string) (*Analysis, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no samples: %s does not exist", path)
@@ -256,13 +349,13 @@ func LoadSamples(path string) (*Analysis, error) {
 	type batch struct {
 		buf   []byte
 		lines [][2]int
-		first int64 // line number of the first line
+		nos   []int64 // line number in the file of each line
 	}
 	const batchLines = 4096
 	batches := make(chan *batch, workers*2)
 	type result struct {
 		acc *accumulator
-		err error
+		err *lineError
 	}
 	resultsCh := make(chan result, workers)
 	pool := sync.Pool{New: func() any { return &batch{} }}
@@ -272,26 +365,28 @@ func LoadSamples(path string) (*Analysis, error) {
 		go func() {
 			defer wg.Done()
 			acc := newAccumulator()
-			var firstErr error
+			var firstErr *lineError
 			var s results.Sample
 			for b := range batches {
 				if firstErr == nil {
 					for i, l := range b.lines {
 						if err := s.UnmarshalJSON(b.buf[l[0]:l[1]]); err != nil {
-							firstErr = fmt.Errorf("%s line %d: %v", path, b.first+int64(i), err)
+							firstErr = firstErr.earlier(b.nos[i], fmt.Errorf("%s line %d: %v", path, b.nos[i], err))
 							break
 						}
 						acc.add(&s)
 					}
 				}
-				b.buf, b.lines = b.buf[:0], b.lines[:0]
+				b.buf, b.lines, b.nos = b.buf[:0], b.lines[:0], b.nos[:0]
+				if cap(b.buf) > 2*batchBytes {
+					b.buf = nil // a batch that held a very long line does not keep its buffer
+				}
 				pool.Put(b)
 			}
 			resultsCh <- result{acc, firstErr}
 		}()
 	}
 	cur := pool.Get().(*batch)
-	var lineNo int64
 	var pending []byte // the last line seen, decoded on the reader side only if it is the final one
 	var pendingNo int64
 	flush := func() {
@@ -301,27 +396,31 @@ func LoadSamples(path string) (*Analysis, error) {
 		}
 	}
 	addLine := func(line []byte, no int64) {
-		if len(cur.lines) == 0 {
-			cur.first = no
-		}
 		start := len(cur.buf)
 		cur.buf = append(cur.buf, line...)
 		cur.lines = append(cur.lines, [2]int{start, len(cur.buf)})
-		if len(cur.lines) >= batchLines {
+		cur.nos = append(cur.nos, no)
+		if len(cur.lines) >= batchLines || len(cur.buf) >= batchBytes {
 			flush()
 		}
 	}
 	havePending := false
-	st, err := results.ReadJSONL(path, func(line []byte) error {
-		lineNo++
+	st, err := results.ReadJSONLNumbered(path, func(no int64, line []byte) error {
 		if havePending {
 			addLine(pending, pendingNo)
 		}
 		pending = append(pending[:0], line...)
-		pendingNo = lineNo
+		pendingNo = no
 		havePending = true
 		return nil
 	})
+	var bad *lineError
+	if err != nil {
+		// A read error (a line too long, an unreadable file) comes with
+		// its own line; it is the first problem unless a batch failed
+		// earlier, which the merge below finds.
+		bad = &lineError{line: math.MaxInt64, err: err}
+	}
 	// The last line is decoded here so a cut-off one can be told apart from
 	// corruption in the middle.
 	var truncated bool
@@ -332,7 +431,7 @@ func LoadSamples(path string) (*Analysis, error) {
 			if st.Bytes > 0 && !endsWithNewline(path) {
 				truncated = true
 			} else {
-				err = fmt.Errorf("%s line %d: %v", path, pendingNo, derr)
+				bad = bad.earlier(pendingNo, fmt.Errorf("%s line %d: %v", path, pendingNo, derr))
 			}
 		} else {
 			last = newAccumulator()
@@ -345,13 +444,13 @@ func LoadSamples(path string) (*Analysis, error) {
 	close(resultsCh)
 	total := newAccumulator()
 	for r := range resultsCh {
-		if r.err != nil && err == nil {
-			err = r.err
+		if r.err != nil {
+			bad = bad.earlier(r.err.line, r.err.err)
 		}
 		total.merge(r.acc)
 	}
-	if err != nil {
-		return nil, err
+	if bad != nil {
+		return nil, bad.err
 	}
 	if last != nil {
 		total.merge(last)
@@ -363,7 +462,14 @@ func LoadSamples(path string) (*Analysis, error) {
 		return nil, err
 	}
 	if a.Samples == 0 {
-		return a, fmt.Errorf("no samples in %s", path)
+		what := "is empty"
+		if st.Bytes > 0 {
+			what = "holds no sample"
+		}
+		if a.TruncatedLast {
+			what = "holds only a cut-off line"
+		}
+		return a, fmt.Errorf("%w: %s %s", ErrNoSamples, path, what)
 	}
 	return a, nil
 }
@@ -383,4 +489,80 @@ func endsWithNewline(path string) bool {
 		return false
 	}
 	return b[0] == '\n'
+}
+
+// AddUnsampledPollers gives every poller run.json names a row, with zero
+// samples when none of its requests was recorded (a run shorter than one
+// interval ends before the later pollers' first ticks, which are spread
+// over the first interval). Pollers come from the "pollers" setting, or,
+// for runs recorded before it, from "backends" on the default target.
+func (a *Analysis) AddUnsampledPollers(run *results.Run) {
+	if run == nil {
+		return
+	}
+	backends := stringList(run.Settings["backends"])
+	http2, _ := run.Settings["http2"].(bool)
+	have := map[string]bool{}
+	defaultTarget := true
+	for _, p := range a.Pollers {
+		have[p.Name] = true
+		if p.Vantage != "" || p.Target != "" {
+			defaultTarget = false
+		}
+	}
+	type want struct {
+		name, backend string
+		conn          results.ConnectionType
+	}
+	var wants []want
+	if names := stringList(run.Settings["pollers"]); len(names) > 0 {
+		for _, n := range names {
+			w := want{name: n}
+			for _, b := range backends {
+				for _, ct := range results.ConnectionTypes {
+					if strings.HasPrefix(n, b+"-") && strings.HasSuffix(n, "-"+string(ct)+"-connections") && len(b) > len(w.backend) {
+						w.backend, w.conn = b, ct
+					}
+				}
+			}
+			wants = append(wants, w)
+		}
+	} else if defaultTarget {
+		for _, b := range backends {
+			for _, ct := range results.ConnectionTypes {
+				wants = append(wants, want{results.SamplerName(b, http2, "", "", ct), b, ct})
+			}
+		}
+	}
+	added := false
+	for _, w := range wants {
+		if have[w.name] {
+			continue
+		}
+		have[w.name] = true
+		a.Pollers = append(a.Pollers, PollerSummary{Name: w.name, Backend: w.backend, Connection: w.conn,
+			HTTP2: http2, Classes: map[results.ErrorClass]int64{}})
+		a.Unsampled++
+		added = true
+	}
+	if added {
+		sort.SliceStable(a.Pollers, func(i, j int) bool { return pollerLess(a.Pollers[i], a.Pollers[j]) })
+	}
+}
+
+// stringList reads a JSON list of strings as decoded into an any.
+func stringList(v any) []string {
+	switch l := v.(type) {
+	case []string:
+		return l
+	case []any:
+		out := make([]string, 0, len(l))
+		for _, x := range l {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
 }

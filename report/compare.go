@@ -297,48 +297,43 @@ func iterationOf(tl *Timeline, pl Placement) (int, string) {
 	return st.Iteration, st.Name
 }
 
-// runLabel names what a folder measured, from run.json's extra "cluster"
-// (openshiftVersion, platform) or "target": lab; else the folder's name.
+// runLabel names what a folder measured, from run.json's cluster record
+// (OpenShift version, platform) or "target": lab; else the folder's name.
 func runLabel(run *results.Run, dir string) string {
 	if run != nil && run.Extra != nil {
-		if c, ok := run.Extra["cluster"].(map[string]any); ok {
-			v, _ := c["openshiftVersion"].(string)
-			p, _ := c["platform"].(string)
+		c := run.Cluster()
+		if c != nil {
 			switch {
-			case v != "" && p != "":
-				return "OpenShift " + v + " (" + p + ")"
-			case v != "":
-				return "OpenShift " + v
+			case c.Version != "" && c.Platform != "":
+				return "OpenShift " + c.Version + " (" + c.Platform + ")"
+			case c.Version != "":
+				return "OpenShift " + c.Version
 			}
 		}
 		if t, _ := run.Extra["target"].(string); t == "lab" {
 			// The lab profile, when the run recorded one (as extra
-			// "labProfile" or the lab settings' "profile").
+			// "labProfile" or the lab record's profile).
 			p, _ := run.Extra["labProfile"].(string)
-			if l, ok := run.Extra["lab"].(map[string]any); ok && p == "" {
-				p, _ = l["profile"].(string)
-			}
-			if l, ok := run.Extra["lab"].(map[string]any); ok {
+			if l := run.Lab(); l != nil {
+				if p == "" {
+					p = l.Profile
+				}
 				// What sets this run apart from its profile: --lab-set
 				// changes and a timing other than the default.
 				parts := []string{}
 				if p != "" {
 					parts = append(parts, p)
 				}
-				if sets, ok := l["sets"].([]any); ok {
-					for _, kv := range sets {
-						parts = append(parts, fmt.Sprint(kv))
-					}
+				parts = append(parts, l.Sets...)
+				if l.Timing != "" && l.Timing != "fast" {
+					parts = append(parts, l.Timing+" timing")
 				}
-				if tm, ok := l["timing"].(string); ok && tm != "" && tm != "fast" {
-					parts = append(parts, tm+" timing")
-				}
-				if v, ok := l["kubeVersion"].(string); ok && v != "" && l["kubeDefault"] != true {
-					parts = append(parts, "kube-apiserver "+v)
+				if l.KubeVersion != "" && !l.KubeDefault {
+					parts = append(parts, "kube-apiserver "+l.KubeVersion)
 				}
 				// The kernel LB is the default where it can run.
-				if lb, ok := l["lb"].(string); ok && lb != "" && lb != "kernel" {
-					parts = append(parts, lb+" LB")
+				if l.LB != "" && l.LB != "kernel" {
+					parts = append(parts, l.LB+" LB")
 				}
 				p = strings.Join(parts, ", ")
 			}
@@ -347,10 +342,8 @@ func runLabel(run *results.Run, dir string) string {
 			}
 			return "lab"
 		}
-		if c, ok := run.Extra["cluster"].(map[string]any); ok {
-			if v, _ := c["serverVersion"].(string); v != "" {
-				return "Kubernetes " + v
-			}
+		if c != nil && c.ServerVersion != "" {
+			return "Kubernetes " + c.ServerVersion
 		}
 	}
 	return filepath.Base(filepath.Clean(dir))

@@ -317,7 +317,7 @@ func OriginIntervals(a *Analysis, tl *Timeline) []origin.Interval {
 // backend-disruption_<id>.json and returns the summary's section saying
 // where origin's figures differ from repro's.
 func writeOriginFiles(f *results.Folder, run *results.Run, a *Analysis, tl *Timeline) ([]byte, error) {
-	ivs := OriginIntervals(a, tl)
+	ivs := WholeSeconds(OriginIntervals(a, tl))
 	tlName, bdName := OriginFiles(OriginRunID(run, f.Dir()))
 	var buf bytes.Buffer
 	if err := origin.Encode(&buf, ivs, origin.FormatStructured); err != nil {
@@ -364,4 +364,110 @@ func originDifferences(a *Analysis, bd *origin.BackendDisruptionList, name strin
 	head := fmt.Sprintf("\nOrigin's figures (%s) differ: origin counts each interval as at least 1 s,\n"+
 		"rounds the total to the second and starts a new interval when the error text changes:\n", name)
 	return append([]byte(head), b.Bytes()...)
+}
+
+// WholeSeconds rounds each Disruption interval out to whole seconds, as
+// origin's 1 Hz sampler would have seen it: a failure anywhere in a second
+// fails that second's sample. Origin's serializer keeps whole seconds
+// (metav1.Time), so without this a sub-second failure is written as a
+// zero-length Error interval, which origin's own rule counts as 0 s
+// (monitorapi Intervals.Duration: To <= From adds nothing;
+// pkg/monitor/monitorapi/disruption.go), while backend-disruption_*.json,
+// computed before the truncation, counts it. Rounded here, both files are
+// made from the same whole-second intervals and agree by origin's rule.
+// Per backend, an Error or Warning interval starts at its second and ends
+// at the next whole second; one that then overlaps the previous starts
+// where that ended (a second is sampled once), and is dropped if nothing
+// is left; a DisruptionEnded (Info) interval fills the whole seconds
+// between failures. Other intervals are left as they are.
+func WholeSeconds(ivs []origin.Interval) []origin.Interval {
+	byName := map[string][]int{}
+	var names []string
+	for i := range ivs {
+		if !ivs[i].IsDisruption() {
+			continue
+		}
+		n := ivs[i].Locator.BackendDisruptionName()
+		if _, ok := byName[n]; !ok {
+			names = append(names, n)
+		}
+		byName[n] = append(byName[n], i)
+	}
+	drop := map[int]bool{}
+	ceil := func(t time.Time) time.Time {
+		if tr := t.Truncate(time.Second); !tr.Equal(t) {
+			return tr.Add(time.Second)
+		}
+		return t
+	}
+	for _, n := range names {
+		idx := byName[n]
+		sort.SliceStable(idx, func(a, b int) bool { return ivs[idx[a]].From.Before(ivs[idx[b]].From) })
+		var failedTo time.Time // end of the last failing second
+		for _, i := range idx {
+			iv := &ivs[i]
+			if iv.Level == origin.LevelInfo {
+				continue
+			}
+			iv.From = iv.From.Truncate(time.Second)
+			if iv.From.Before(failedTo) {
+				iv.From = failedTo
+			}
+			switch {
+			case iv.To.IsZero():
+				// still open: left open, origin's reader decides its length
+			case !ceil(iv.To).After(iv.From):
+				drop[i] = true
+				continue
+			default:
+				iv.To = ceil(iv.To)
+			}
+			if iv.To.After(failedTo) {
+				failedTo = iv.To
+			}
+		}
+		// Info intervals: whole seconds not inside a failure
+		var fails []origin.Interval
+		for _, i := range idx {
+			if ivs[i].Level != origin.LevelInfo && !drop[i] {
+				fails = append(fails, ivs[i])
+			}
+		}
+		for _, i := range idx {
+			iv := &ivs[i]
+			if iv.Level != origin.LevelInfo {
+				continue
+			}
+			iv.From = ceil(iv.From)
+			for _, fl := range fails {
+				if !fl.From.After(iv.From) && fl.To.After(iv.From) {
+					iv.From = fl.To
+				}
+			}
+			if iv.To.IsZero() {
+				continue
+			}
+			iv.To = iv.To.Truncate(time.Second)
+			for _, fl := range fails {
+				if fl.From.Before(iv.To) && !fl.From.Before(iv.From) {
+					iv.To = fl.From
+				}
+			}
+			if !iv.To.After(iv.From) {
+				drop[i] = true
+			}
+		}
+	}
+	if len(drop) == 0 {
+		origin.Sort(ivs)
+		return ivs
+	}
+	out := ivs[:0]
+	for i := range ivs {
+		if !drop[i] {
+			out = append(out, ivs[i])
+		}
+	}
+	origin.Sort(out)
+	return out
 }

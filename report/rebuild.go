@@ -202,6 +202,9 @@ func loadFolder(dir string) (*folderData, error) {
 		d.run = nil
 	}
 	if d.analysis, err = LoadSamples(f.Path(results.SamplesFile)); err != nil {
+		if errors.Is(err, ErrNoSamples) {
+			return nil, fmt.Errorf("%v; nothing to report: %s", err, whyNoSamples(d.run))
+		}
 		return nil, err
 	}
 	if d.timeline, err = LoadTimeline(f); err != nil {
@@ -211,4 +214,21 @@ func loadFolder(dir string) (*folderData, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// whyNoSamples says why a run recorded no sample, from how run.json says
+// it ended.
+func whyNoSamples(run *results.Run) string {
+	if run == nil {
+		return "there is no run.json either; is this a results folder?"
+	}
+	switch run.Status {
+	case results.StatusInterrupted:
+		return "the run was interrupted before its first request was answered"
+	case results.StatusFailed:
+		return "the run failed before its first request was answered: " + oneLine(run.Error, 200)
+	case results.StatusRunning:
+		return "run.json still says running: the run was killed before its first samples were written, or is still running"
+	}
+	return "the run ended before its first request was answered; run it again with a longer --duration"
 }

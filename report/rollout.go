@@ -17,10 +17,6 @@ import (
 // gaps sit" section.
 const PlacementsFile = "placements.json"
 
-// LBRecordsFile holds the lab load balancer's connection records
-// (results.LBConnectionsFile); present only for lab runs.
-const LBRecordsFile = results.LBConnectionsFile
-
 // JUnitFile is the junit report, one test case per backend-connection.
 const JUnitFile = "junit.xml"
 
@@ -112,7 +108,7 @@ func stageName(s Stage) string {
 // loadServedBy reads lb-connections.jsonl; a folder without one (a live
 // cluster) yields nil.
 func loadServedBy(f *results.Folder) (results.LBConnections, error) {
-	return results.ReadLBConnections(f.Path(LBRecordsFile))
+	return results.ReadLBConnections(f.Path(results.LBConnectionsFile))
 }
 
 // attributeServedBy fills Placement.ServedBy from the failed samples of each

@@ -16,6 +16,10 @@ import (
 // then every interval. run may be nil.
 func WriteSummary(w io.Writer, a *Analysis, run *results.Run) error {
 	var b strings.Builder
+	withRows := *a
+	withRows.Pollers = append([]PollerSummary(nil), a.Pollers...)
+	withRows.AddUnsampledPollers(run)
+	a = &withRows
 	if run != nil {
 		fmt.Fprintf(&b, "repro %s against %s\n", run.Command, orDash(run.Server))
 		end := "-"
@@ -23,6 +27,9 @@ func WriteSummary(w io.Writer, a *Analysis, run *results.Run) error {
 			end = run.End.Format(time.RFC3339)
 		}
 		fmt.Fprintf(&b, "run: %s to %s, status %s\n", run.Start.Format(time.RFC3339), end, run.Status)
+		if l := Unfinished(run, a); l != "" {
+			b.WriteString(l + "\n")
+		}
 		if len(run.Settings) > 0 {
 			keys := make([]string, 0, len(run.Settings))
 			for k := range run.Settings {
@@ -45,6 +52,9 @@ func WriteSummary(w io.Writer, a *Analysis, run *results.Run) error {
 	if a.TruncatedLast {
 		b.WriteString(" (last line of samples.jsonl was truncated and skipped)")
 	}
+	if a.Duplicates > 0 {
+		fmt.Fprintf(&b, " (%d duplicated line(s), same poller and seq as an earlier one, were counted once)", a.Duplicates)
+	}
 	b.WriteString("\n\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -64,7 +74,11 @@ func WriteSummary(w io.Writer, a *Analysis, run *results.Run) error {
 			notes = append(notes, fmt.Sprintf("%s: %s of DNS failures, a sampler outage, not counted as disruption", p.Name, formatMs(p.SamplerOutage)))
 		}
 		if p.Aborted > 0 {
-			notes = append(notes, fmt.Sprintf("%s: %d request(s) still in flight when the run was interrupted were ignored", p.Name, p.Aborted))
+			notes = append(notes, fmt.Sprintf("%s: %d request(s) unanswered at stop (the run was interrupted), the oldest sent at %s, the longest wait %s; not counted as disruption, as none had waited longer than the header timeout",
+				p.Name, p.Aborted, p.AbortedSince.Format("15:04:05.000"), formatMs(p.AbortedLongest)))
+		}
+		if p.Samples == 0 {
+			notes = append(notes, fmt.Sprintf("%s: no sample: the run ended before this poller's first request came due (first requests are spread over one interval)", p.Name))
 		}
 	}
 	if unauthorized > 0 {
@@ -100,6 +114,23 @@ func WriteSummary(w io.Writer, a *Analysis, run *results.Run) error {
 	writeAttribution(&b, a.Attribution)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// Unfinished says, in one line, that run.json still says "running" though
+// samples stopped: the process was killed (SIGKILL, out of memory, power
+// loss) before it could record how the run ended, or it is still running.
+// It names when the last sample was taken. It is "" for a run that
+// recorded its end.
+func Unfinished(run *results.Run, a *Analysis) string {
+	if run == nil || run.Status != results.StatusRunning || run.End != nil {
+		return ""
+	}
+	last := "no sample was taken"
+	if a != nil && !a.To.IsZero() {
+		last = "its last sample ended at " + a.To.Format(time.RFC3339Nano)
+	}
+	return fmt.Sprintf("run never finished: run.json still says %q (the process was killed, or is still running); %s; samples taken in the last %s before it stopped may be missing",
+		results.StatusRunning, last, results.FlushInterval)
 }
 
 func classList(m map[results.ErrorClass]int64) string {

@@ -83,12 +83,31 @@ func DescribeBackend(name string) (d BackendDescriptor, ok bool) {
 }
 
 // describeImported classifies origin's backend names repro does not poll.
+// Origin names a backend-connection "<backend>-<new|reused>-connections"
+// (pkg/monitor/backenddisruption LocateDisruptionCheck), and its newer
+// apiserver samplers "<backend>-<http1|http2>-<load balancer>-..." (e.g.
+// kube-api-http2-localhost-new-connections, pkg/disruption/ci
+// TestDescriptor), so a name whose stem is a polled backend, alone or
+// followed by a protocol, is that backend's. TRT's parser separates the
+// ci-cluster-network-liveness canary (the test infrastructure's network)
+// from the cloud network-liveness backends (the cloud provider's)
+// (openshift-eng/ai-helpers plugins/ci/skills/analyze-disruption
+// parse_disruption.py classify_backend).
 func describeImported(name string) (BackendDescriptor, bool) {
 	d := BackendDescriptor{Name: name, Kind: KindOther}
 	n := strings.ToLower(name)
+	stem := strings.TrimSuffix(strings.TrimSuffix(n, "-new-connections"), "-reused-connections")
+	for _, b := range PolledBackends {
+		if stem == b.Name || strings.HasPrefix(stem, b.Name+"-http1") || strings.HasPrefix(stem, b.Name+"-http2") {
+			b.Name, b.Path = name, ""
+			return b, true
+		}
+	}
 	switch {
-	case strings.Contains(n, "network-liveness"):
+	case strings.Contains(n, "ci-cluster-network-liveness"):
 		d.Kind = KindCanary
+	case strings.Contains(n, "network-liveness"):
+		d.Kind = KindCloud
 	case strings.HasPrefix(n, "cloud-") || strings.Contains(n, "-cloud-"):
 		d.Kind = KindCloud
 	case strings.HasPrefix(n, "ingress-") || strings.Contains(n, "image-registry") || strings.Contains(n, "-route"):

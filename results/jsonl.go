@@ -38,7 +38,17 @@ type JSONLWriter struct {
 
 // CreateJSONL creates (or truncates) path and starts the periodic flusher.
 func CreateJSONL(path string) (*JSONLWriter, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	return openJSONL(path, os.O_TRUNC)
+}
+
+// AppendJSONL opens path for appending (creating it) and starts the
+// periodic flusher: a file that more than one step of a run adds to.
+func AppendJSONL(path string) (*JSONLWriter, error) {
+	return openJSONL(path, os.O_APPEND)
+}
+
+func openJSONL(path string, mode int) (*JSONLWriter, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|mode, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %s", path, rootCause(err))
 	}
@@ -133,6 +143,12 @@ func (w *JSONLWriter) Close() error {
 	return err
 }
 
+// MaxLineBytes bounds one line of a JSONL file a reader accepts. A sample
+// line is well under a kilobyte and an event or attribution line a few;
+// a longer line is not a record this tool wrote, and reading it whole
+// would let one line take any amount of memory.
+const MaxLineBytes = 1 << 20
+
 // ReadStats says what a tolerant read found.
 type ReadStats struct {
 	// Lines is the number of lines handed to the callback successfully.
@@ -142,29 +158,93 @@ type ReadStats struct {
 	TruncatedLast bool
 	// Bytes is the size of the data read.
 	Bytes int64
+	// Dropped counts lines read but not kept, past a reader's bound.
+	Dropped int64
+}
+
+// OpenRegular opens path for reading, refusing anything but a regular file
+// (a FIFO would block the open or the read forever, a device such as
+// /dev/zero never ends, a directory is not data) with one line naming the
+// file and what it is. The mode is checked before the open, which is what
+// blocks on a FIFO, and again on the opened file.
+func OpenRegular(path string) (*os.File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %s", path, rootCause(err))
+	}
+	if err := regular(path, st); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %s", path, rootCause(err))
+	}
+	if st, err = f.Stat(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read %s: %s", path, rootCause(err))
+	}
+	if err := regular(path, st); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func regular(path string, st os.FileInfo) error {
+	m := st.Mode()
+	if m.IsRegular() {
+		return nil
+	}
+	what := "not a regular file"
+	switch {
+	case m.IsDir():
+		what = "a directory"
+	case m&os.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case m&os.ModeCharDevice != 0:
+		what = "a character device"
+	case m&os.ModeDevice != 0:
+		what = "a device"
+	case m&os.ModeSocket != 0:
+		what = "a socket"
+	}
+	return fmt.Errorf("read %s: it is %s, not a regular file; give the path of a file", path, what)
 }
 
 // ReadJSONL calls fn for every line of path, in file order. Empty lines are
-// skipped. A last line without newline that fn rejects is the mark of a
-// crash mid-write: it is counted in TruncatedLast, not an error. Any other
-// line fn rejects is an error naming the line number. The slice passed to fn
-// is only valid during the call.
+// skipped but counted, so the line numbers in errors are the file's. A last
+// line without newline that fn rejects is the mark of a crash mid-write: it
+// is counted in TruncatedLast, not an error. Any other line fn rejects is an
+// error naming the file and line number. A line longer than MaxLineBytes is
+// an error naming the file and line; it is never held whole in memory.
+// path must be a regular file (see OpenRegular). The slice passed to fn is
+// only valid during the call.
 func ReadJSONL(path string, fn func(line []byte) error) (ReadStats, error) {
+	return ReadJSONLNumbered(path, func(_ int64, line []byte) error { return fn(line) })
+}
+
+// ReadJSONLNumbered is ReadJSONL handing fn each line's number in the file
+// (counting from 1, empty lines included) with the line.
+func ReadJSONLNumbered(path string, fn func(lineNo int64, line []byte) error) (ReadStats, error) {
 	var st ReadStats
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
-		return st, fmt.Errorf("read %s: %s", path, rootCause(err))
+		return st, err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
+	r := bufio.NewReaderSize(f, 64<<10)
 	var lineNo int64
 	var long []byte
 	for {
 		line, err := r.ReadSlice('\n')
+		lineNo++
 		if err == bufio.ErrBufferFull {
 			long = append(long[:0], line...)
 			for err == bufio.ErrBufferFull {
 				line, err = r.ReadSlice('\n')
+				if len(long)+len(line) > MaxLineBytes {
+					return st, fmt.Errorf("%s line %d: longer than %d MiB, not a line this tool writes; is it the right file?", path, lineNo, MaxLineBytes>>20)
+				}
 				long = append(long, line...)
 			}
 			line = long
@@ -175,8 +255,7 @@ func ReadJSONL(path string, fn func(line []byte) error) (ReadStats, error) {
 		st.Bytes += int64(len(line))
 		terminated := len(line) > 0 && line[len(line)-1] == '\n'
 		if len(bytes.TrimSpace(line)) > 0 {
-			lineNo++
-			if ferr := fn(bytes.TrimRight(line, "\r\n")); ferr != nil {
+			if ferr := fn(lineNo, bytes.TrimRight(line, "\r\n")); ferr != nil {
 				if !terminated && err == io.EOF {
 					st.TruncatedLast = true
 					return st, nil

@@ -26,10 +26,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -57,6 +60,9 @@ const (
 // Folder is an existing results folder.
 type Folder struct {
 	dir string
+	// signals is the folder's one signals.jsonl writer (SignalWriter).
+	sigMu   sync.Mutex
+	signals *JSONLWriter
 }
 
 // DefaultDir returns ./repro-results/<UTC timestamp>-<command>, the folder
@@ -172,6 +178,8 @@ type Run struct {
 	// empty when they connect to the server directly. With a proxy, a "new
 	// connection" is new from the client to the proxy only.
 	Proxy string `json:"proxy,omitempty"`
+	// Credentials says where the credentials came from, never the secret.
+	Credentials *Credentials `json:"credentials,omitempty"`
 	// Clock is the server's clock against ours, measured before the run.
 	Clock *Clock `json:"clock,omitempty"`
 	// Extra is for later producers: cluster version, platform, scenario,
@@ -296,6 +304,80 @@ func (f *Folder) ReadRun() (*Run, error) {
 	return &r, nil
 }
 
+// Credentials says where a run's credentials came from and how the server
+// was verified, never the secret itself.
+type Credentials struct {
+	// Source is "flags" (--token, --client-certificate/--client-key given
+	// on the command line, nothing read from a kubeconfig), "kubeconfig",
+	// "in-cluster", or "none".
+	Source string `json:"source"`
+	// Flags names the credential flags used, e.g. ["--token"].
+	Flags []string `json:"flags,omitempty"`
+	// File, Context and User name the kubeconfig entry used (Source
+	// "kubeconfig").
+	File    string `json:"file,omitempty"`
+	Context string `json:"context,omitempty"`
+	User    string `json:"user,omitempty"`
+	// Insecure is true when the server's certificate is not verified
+	// (--insecure-skip-tls-verify, or insecure-skip-tls-verify in the
+	// kubeconfig).
+	Insecure bool `json:"insecureSkipTLSVerify,omitempty"`
+}
+
+// String says it in one line for the preview, e.g. "flag --token" or
+// "kubeconfig /home/u/kc, context admin, user admin".
+func (c Credentials) String() string {
+	var s string
+	switch c.Source {
+	case "flags":
+		s = "flag " + strings.Join(c.Flags, ", ")
+		if len(c.Flags) == 0 {
+			s = "flags (none given)"
+		}
+	case "kubeconfig":
+		s = "kubeconfig " + c.File
+		if c.Context != "" {
+			s += ", context " + c.Context
+		}
+		if c.User != "" {
+			s += ", user " + c.User
+		}
+		if len(c.Flags) > 0 {
+			s += " (overridden by flag " + strings.Join(c.Flags, ", ") + ")"
+		}
+	default:
+		s = c.Source
+	}
+	if c.Insecure {
+		s += "; TLS verification OFF"
+	}
+	return s
+}
+
+// RedactURL removes the user info (user:password@) from a URL, so a
+// password typed into --server never reaches the terminal, a log or a
+// results file. Text that does not parse as a URL with a host is returned
+// as it is.
+func RedactURL(raw string) string {
+	if !strings.Contains(raw, "@") {
+		return raw
+	}
+	if !strings.Contains(raw, "://") {
+		// A scheme-less host (user:pass@host:port), as --server takes it.
+		if u, err := url.Parse("//" + raw); err == nil && u.User != nil && u.Host != "" {
+			u.User = nil
+			return strings.TrimPrefix(u.String(), "//")
+		}
+		return raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil || u.Host == "" {
+		return raw
+	}
+	u.User = nil
+	return u.String()
+}
+
 // secretFlags are flags whose values never reach run.json.
 var secretFlags = map[string]bool{
 	"--token": true, "--password": true, "--username": false,
@@ -304,10 +386,16 @@ var secretFlags = map[string]bool{
 
 // RedactArgs returns a copy of a command line with the values of secret
 // flags (--token, --password, in "--flag value" and "--flag=value" forms)
-// replaced by REDACTED.
+// replaced by REDACTED, and user info removed from every URL (RedactURL).
 func RedactArgs(args []string) []string {
 	out := make([]string, len(args))
-	copy(out, args)
+	for i, a := range args {
+		if name, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "-") {
+			out[i] = name + "=" + RedactURL(v)
+		} else {
+			out[i] = RedactURL(a)
+		}
+	}
 	for i := 0; i < len(out); i++ {
 		a := out[i]
 		name, _, hasValue := strings.Cut(a, "=")
@@ -333,28 +421,34 @@ func rootCause(err error) string {
 	return err.Error()
 }
 
-// LabLine describes the lab a run measured, from Extra["lab"] as repro run
-// records it: its profile, time scale, load balancer (kernel pass-through
+// LabLine describes the lab a run measured, from the LabRecord repro run
+// records: its profile, time scale, load balancer (kernel pass-through
 // or Go proxy), the durations that decide whether a
 // rollout loses requests, and the probe timeout. It is "" for a run on a
 // cluster, so every reader of a results folder states the scale the same way.
 func (r *Run) LabLine() string {
-	l, ok := r.Extra["lab"].(map[string]any)
-	if !ok {
+	l := r.Lab()
+	if l == nil {
 		return ""
 	}
-	str := func(k string) string {
-		if v, ok := l[k]; ok && v != nil {
-			return fmt.Sprint(v)
+	str := func(v string) string {
+		if v == "" {
+			return "?"
 		}
-		return "?"
+		return v
 	}
-	profile := str("profile")
-	if profile == "" || profile == "?" {
+	num := func(n int) string {
+		if n == 0 {
+			return "?"
+		}
+		return strconv.Itoa(n)
+	}
+	profile := l.Profile
+	if profile == "" {
 		profile = "healthy"
 	}
-	timing := str("timing")
-	if f := str("timingFactor"); f != "?" && f != "1" {
+	timing := str(l.Timing)
+	if f := num(l.TimingFactor); f != "?" && f != "1" {
 		timing += " (AWS durations / " + f + ")"
 	} else if timing != "?" {
 		timing += " (AWS durations as they are)"
@@ -364,15 +458,15 @@ func (r *Run) LabLine() string {
 		probe = fmt.Sprint(v)
 	}
 	kube := ""
-	if v := str("kubeVersion"); v != "?" {
-		kube = "kube-apiserver " + v + ", "
+	if l.KubeVersion != "" {
+		kube = "kube-apiserver " + l.KubeVersion + ", "
 	}
 	// Runs from before the kernel LB recorded none: theirs was the proxy.
 	lb := "proxy"
-	if v, ok := l["lb"].(string); ok && v != "" {
-		lb = v
+	if l.LB != "" {
+		lb = l.LB
 	}
 	return fmt.Sprintf(kube+"profile %s, timing %s, %s load balancer: shutdown delay %s, grace %s, LB health check every %s (timeout %s, %s/%s), probe timeout %s",
-		profile, timing, lb, str("shutdownDelay"), str("gracePeriod"), str("lbHealthInterval"), str("lbHealthTimeout"),
-		str("lbHealthyThreshold"), str("lbUnhealthyThreshold"), probe)
+		profile, timing, lb, str(l.ShutdownDelay), str(l.GracePeriod), str(l.LBHealthInterval), str(l.LBHealthTimeout),
+		num(l.LBHealthyThreshold), num(l.LBUnhealthyThreshold), probe)
 }

@@ -165,3 +165,88 @@ func TestLabLineNamesTheLoadBalancer(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordsReadAnOldFolder: a run.json written while the lab and cluster
+// settings were free-form maps (before the kernel LB and the kube-apiserver
+// version were recorded) still reads into the typed records.
+func TestRecordsReadAnOldFolder(t *testing.T) {
+	f, err := results.Open(filepath.Join("testdata", "old-lab-run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.ReadRun()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := r.Lab()
+	if l == nil {
+		t.Fatal("Lab() = nil for a lab run")
+	}
+	if l.Profile != "healthy" || l.Nodes != 3 || l.ShutdownDelay != "12.9s" || l.LBUnhealthyThreshold != 2 || l.TimingFactor != 10 || l.LB != "" || !reflect.DeepEqual(l.Sets, []string{"lb-health-interval=1s"}) {
+		t.Errorf("Lab() = %+v", l)
+	}
+	if iv, ok := l.KnobDuration("lb-health-interval"); !ok || iv != time.Second {
+		t.Errorf("KnobDuration(lb-health-interval) = %v, %v", iv, ok)
+	}
+	if n, ok := l.KnobInt("lb-unhealthy-threshold"); !ok || n != 2 {
+		t.Errorf("KnobInt(lb-unhealthy-threshold) = %v, %v", n, ok)
+	}
+	if c := r.Cluster(); c == nil || c.ServerVersion != "v1.34.4" || c.OpenShift {
+		t.Errorf("Cluster() = %+v", c)
+	}
+	want := "profile healthy, timing fast (AWS durations / 10), proxy load balancer: shutdown delay 12.9s, grace 19.4s, LB health check every 1s (timeout 1s, 2/2), probe timeout 3.4s"
+	if got := r.LabLine(); got != want {
+		t.Errorf("LabLine() =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestRecordsRoundTrip: a lab record set in this process reads back the
+// same, before and after run.json is written, with the keys earlier folders
+// used.
+func TestRecordsRoundTrip(t *testing.T) {
+	f, err := results.Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := results.NewRun("run", nil, time.Now())
+	in := &results.LabRecord{Profile: "etcd-stall", Sets: []string{}, Nodes: 3, LB: "kernel", Knobs: map[string]string{"lb-health-interval": "1s"}, TimingFactor: 10}
+	r.SetLab(in)
+	r.SetCluster(results.ClusterRecord{ServerVersion: "v1.34.4"})
+	if got := r.Lab(); !reflect.DeepEqual(got, in) {
+		t.Errorf("in process: Lab() = %+v, want %+v", got, in)
+	}
+	if err := f.WriteRun(r); err != nil {
+		t.Fatal(err)
+	}
+	back, err := f.ReadRun()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Lab(); !reflect.DeepEqual(got, in) {
+		t.Errorf("read back: Lab() = %+v, want %+v", got, in)
+	}
+	if _, ok := back.Extra["lab"].(map[string]any)["lbHealthInterval"]; !ok {
+		t.Errorf("run.json's lab record lost the key lbHealthInterval: %v", back.Extra["lab"])
+	}
+	if c := back.Cluster(); c == nil || c.ServerVersion != "v1.34.4" {
+		t.Errorf("read back: Cluster() = %+v", c)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://alice:PASS@127.0.0.1:6443/x":  "https://127.0.0.1:6443/x",
+		"alice:PASS@127.0.0.1:6443":            "127.0.0.1:6443",
+		"https://127.0.0.1:6443":               "https://127.0.0.1:6443",
+		"--server=https://a:b@h:1":             "--server=https://a:b@h:1", // RedactURL takes one URL
+		"user@example.com is not a URL to cut": "user@example.com is not a URL to cut",
+	} {
+		if got := results.RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+	got := results.RedactArgs([]string{"repro", "--server=https://a:PASS@h:1", "--server", "a:PASS@h:1", "--token", "T"})
+	if strings.Contains(strings.Join(got, " "), "PASS") || got[5] != "REDACTED" {
+		t.Errorf("RedactArgs kept a secret: %q", got)
+	}
+}

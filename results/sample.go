@@ -277,6 +277,7 @@ type sampleJSON struct {
 // goes through encoding/json.
 func (s *Sample) UnmarshalJSON(data []byte) error {
 	if decodeSampleFast(data, s) && s.Backend != "" && s.Connection != "" && !s.Start.IsZero() {
+		s.clampText()
 		return nil
 	}
 	var j sampleJSON
@@ -318,6 +319,7 @@ func (s *Sample) UnmarshalJSON(data []byte) error {
 		ServerShutdown:   j.Shutdown,
 		ShutdownElapsed:  fromMillis(j.ElapsedMs),
 	}
+	s.clampText()
 	return nil
 }
 

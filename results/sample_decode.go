@@ -2,7 +2,9 @@ package results
 
 import (
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // decodeSampleFast decodes the exact shape AppendJSON writes without
@@ -241,4 +243,48 @@ func internClass(v []byte) ErrorClass {
 		}
 	}
 	return ErrorClass(string(v))
+}
+
+// MaxSampleText bounds each text field of a decoded sample. The prober
+// keeps far less per sample; a longer text was not written by it, and every
+// derived file (intervals, summaries, origin's files, the HTML report)
+// copies a failed sample's text, so a reader keeps the start only.
+const MaxSampleText = 4096
+
+// clampText makes every text field of a decoded sample valid UTF-8 (the
+// fast path copies bytes as they are; invalid sequences become U+FFFD) and
+// at most MaxSampleText bytes long.
+func (s *Sample) clampText() {
+	for _, p := range []*string{&s.Error, &s.DisruptionHeader, &s.RetryAfter, &s.ServedBy, &s.AuditID,
+		&s.LocalAddr, &s.RemoteAddr, &s.Vantage, &s.Target, &s.Backend, &s.Protocol} {
+		*p = ClampText(*p, MaxSampleText)
+	}
+	if c := string(s.Connection); len(c) > MaxSampleText || !utf8.ValidString(c) {
+		s.Connection = ConnectionType(ClampText(c, MaxSampleText))
+	}
+	if c := string(s.ErrorClass); len(c) > MaxSampleText || !utf8.ValidString(c) {
+		s.ErrorClass = ErrorClass(ClampText(c, MaxSampleText))
+	}
+}
+
+// ClampText returns s as valid UTF-8 (invalid sequences become U+FFFD),
+// cut to at most max bytes on a rune boundary with "…" marking a cut.
+// Text that is already valid and short is returned as is, without copying.
+func ClampText(s string, max int) string {
+	if len(s) <= max && utf8.ValidString(s) {
+		return s
+	}
+	if len(s) > 4*max {
+		// Only the start is kept: do not copy a huge text to clean it.
+		s = s[:4*max]
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
 }

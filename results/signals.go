@@ -1,6 +1,12 @@
 package results
 
-import "time"
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"time"
+)
 
 // SignalsFile holds server-side evidence for a run, one Signal per line: the
 // servers' own metrics (scraped during a run or queried from monitoring after
@@ -39,6 +45,13 @@ const (
 	SignalEtcdSlowApply SignalKind = "etcd-slow-apply"
 	// SignalNodeCPU: a node's busy CPU, ratio 0..1.
 	SignalNodeCPU SignalKind = "node-cpu"
+	// SignalProcessCPU: one server process's CPU, cores (the lab, whose
+	// "nodes" share one machine, has no node CPU of its own;
+	// Labels["job"] names the server when not an apiserver).
+	SignalProcessCPU SignalKind = "process-cpu"
+	// SignalScrapeFailed: repro's scrape of a server's /metrics failed,
+	// count (Message says how): the server did not answer in time.
+	SignalScrapeFailed SignalKind = "metrics-scrape-failed"
 	// SignalAlert: a firing alert (Labels["alertname"], Labels["severity"]).
 	SignalAlert SignalKind = "alert"
 	// SignalOVSStall: ovs-vswitchd logged a stall ("Unreasonably long ...
@@ -81,4 +94,63 @@ type Signal struct {
 	// Message is the source's own words, when it has some (capped by the
 	// writer).
 	Message string `json:"message,omitempty"`
+}
+
+// SignalWriter returns the folder's one writer of SignalsFile, opened for
+// appending on first use. Every source of signals in a run (the scraper,
+// the monitoring query, the load balancer's poller) writes through it, so
+// their lines never interleave; CloseSignals flushes and closes it.
+func (f *Folder) SignalWriter() (*JSONLWriter, error) {
+	f.sigMu.Lock()
+	defer f.sigMu.Unlock()
+	if f.signals == nil {
+		w, err := AppendJSONL(f.Path(SignalsFile))
+		if err != nil {
+			return nil, err
+		}
+		f.signals = w
+	}
+	return f.signals, nil
+}
+
+// CloseSignals flushes and closes the signals writer, if one was opened;
+// a later SignalWriter opens it again.
+func (f *Folder) CloseSignals() error {
+	f.sigMu.Lock()
+	defer f.sigMu.Unlock()
+	if f.signals == nil {
+		return nil
+	}
+	err := f.signals.Close()
+	f.signals = nil
+	return err
+}
+
+// MaxSignals bounds what ReadSignals keeps of one file.
+const MaxSignals = 4 << 20
+
+// ReadSignals reads a SignalsFile: every signal in file order, at most
+// MaxSignals (the stats say when more were left). A missing file is no
+// signals and no error. It is the one reader of the schema: diagnose, the
+// report and the CI importer all go through it.
+func ReadSignals(path string) ([]Signal, ReadStats, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, ReadStats{}, nil
+	}
+	var out []Signal
+	var dropped int64
+	st, err := ReadJSONL(path, func(line []byte) error {
+		var s Signal
+		if err := json.Unmarshal(line, &s); err != nil {
+			return err
+		}
+		if len(out) >= MaxSignals {
+			dropped++
+			return nil
+		}
+		out = append(out, s)
+		return nil
+	})
+	st.Dropped = dropped
+	return out, st, err
 }

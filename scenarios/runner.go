@@ -62,16 +62,17 @@ func Execute(ctx context.Context, cfg Config) error {
 	}
 	r := &runner{cfg: cfg, events: events}
 
-	// The pollers get their own context: the scenario ends them after its
-	// last stage, an interrupt ends them at once.
-	pctx, stopPollers := context.WithCancel(ctx)
-	defer stopPollers()
+	// The scenario ends the pollers after its last stage with Stop, which
+	// waits for the requests still open (each ends by the probe timeout):
+	// a server that stopped answering near the end is measured, not
+	// dropped. An interrupt (ctx) skips that wait.
+	defer cfg.Prober.Stop()
 	var writeErr error
 	var drained sync.WaitGroup
 	drained.Add(1)
 	go func() {
 		defer drained.Done()
-		for s := range cfg.Prober.Run(pctx) {
+		for s := range cfg.Prober.Run(ctx) {
 			if writeErr == nil {
 				if err := samples.Write(&s); err != nil {
 					writeErr = err
@@ -83,7 +84,7 @@ func Execute(ctx context.Context, cfg Config) error {
 
 	runErr := r.stages(ctx)
 	r.record(results.Event{Kind: results.KindPhase, Reason: results.PhaseEnd})
-	stopPollers()
+	cfg.Prober.Stop()
 	drained.Wait()
 
 	if err := samples.Close(); err != nil && writeErr == nil {

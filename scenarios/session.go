@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/http/httpproxy"
 	"k8s.io/client-go/rest"
 
+	"github.com/repro-tools/repro/awslb"
 	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/results"
 	"github.com/repro-tools/repro/trigger"
@@ -28,7 +29,10 @@ type Target struct {
 	// Context is the kubeconfig context in use ("" with --server or on the lab).
 	Context string
 	// Lab holds the lab's settings for run.json (nil on a cluster).
-	Lab map[string]any
+	Lab *results.LabRecord
+	// Credentials says where the credentials came from, for the preview
+	// and run.json (zero on the lab).
+	Credentials results.Credentials
 }
 
 // Polling are the pollers' settings.
@@ -40,6 +44,11 @@ type Polling struct {
 	Interval     time.Duration
 	ProbeTimeout time.Duration
 	HTTP2        bool
+	// AWSLB polls the AWS API load balancers' target health (--aws-lb).
+	AWSLB bool
+	// Control is a URL outside the cluster polled beside the local control
+	// target (--control), "" for none.
+	Control string
 }
 
 // Session is one measured run: the checks that keep a live run safe and its
@@ -84,6 +93,9 @@ type Session struct {
 	// BeforeFinish, if set, may add to run.json after the pollers stopped
 	// and before it is written for the last time.
 	BeforeFinish func(*results.Run)
+	// DuringRun, if set, starts beside the pollers once the checks passed
+	// (the metrics scraper); the function it returns stops it when they stop.
+	DuringRun func(ctx context.Context) (stop func())
 }
 
 // ErrDeclined is returned when the user answers no to the confirmation.
@@ -103,6 +115,7 @@ type prepared struct {
 	status  trigger.Status
 	info    trigger.ClusterInfo
 	clock   *results.Clock
+	awslb   *awslb.Poller
 }
 
 // prepare runs every check before a session changes anything: the cluster
@@ -126,6 +139,9 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 	auth := AuthKind(rc)
 	if auth == "token" {
 		s.Log.Warn("the kubeconfig authenticates with a bearer token: on OpenShift it is checked through the oauth-apiserver, and a restarted kube-apiserver starts with a cold token cache, so 401s during a rollout are an authentication outage, not a network one; a client-certificate kubeconfig (the installer's auth/kubeconfig) avoids them")
+	}
+	if rc.Insecure && s.Target.Live {
+		s.Log.Warn("TLS verification is off (insecure-skip-tls-verify): the server's certificate is not checked, so this may not be the cluster you named")
 	}
 	if p.info, err = trigger.Describe(ctx, p.clients); err != nil {
 		return nil, err
@@ -175,9 +191,13 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 	run := results.NewRun(s.Command, s.Args, time.Now())
 	run.Server = p.prober.Server()
 	run.Auth, run.Proxy, run.Clock = auth, proxy, p.clock
+	if s.Target.Credentials.Source != "" {
+		c := s.Target.Credentials
+		run.Credentials = &c
+	}
 	run.Settings = map[string]any{
 		"interval": s.Polling.Interval.String(), "probeTimeout": s.Polling.ProbeTimeout.String(),
-		"backends": backendNames(s.Polling.Backends), "http2": s.Polling.HTTP2,
+		"backends": backendNames(s.Polling.Backends), "http2": s.Polling.HTTP2, "pollers": p.prober.PollerNames(),
 		"inFlightBound": prober.InFlightBound(s.Polling.ProbeTimeout, s.Polling.Interval),
 		"baseline":      s.Timings.Baseline.String(),
 		"maxDisruption": s.MaxDisruption.String(),
@@ -191,7 +211,7 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 		run.SetExtra("revisionBefore", p.status.LatestAvailableRevision)
 	}
 	run.SetExtra("scenario", s.Scenario.Name)
-	run.SetExtra("cluster", p.info)
+	run.SetCluster(p.info)
 	if s.Target.Live {
 		run.SetExtra("target", "cluster")
 		if s.Target.Context != "" {
@@ -199,9 +219,13 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 		}
 	} else {
 		run.SetExtra("target", "lab")
-		run.SetExtra("lab", s.Target.Lab)
+		run.SetLab(s.Target.Lab)
 	}
 	p.run = run
+	if err := s.prepareAWSLB(ctx, p); err != nil {
+		p.prober.Close()
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -285,7 +309,14 @@ func (p *prepared) preview() string {
 	fmt.Fprintf(&b, "  context:        %s\n", ctxName)
 	fmt.Fprintf(&b, "  cluster:        %s\n", DescribeCluster(p.info))
 	fmt.Fprintf(&b, "  kube-apiserver: %s\n", p.status)
-	fmt.Fprintf(&b, "  auth:           %s\n", p.run.Auth)
+	auth := p.run.Auth
+	if c := s.Target.Credentials; c.Source != "" {
+		auth += " from " + c.String()
+	}
+	fmt.Fprintf(&b, "  auth:           %s\n", auth)
+	if s.Target.Config.Insecure {
+		fmt.Fprintf(&b, "  TLS:            the server's certificate is NOT verified (insecure-skip-tls-verify)\n")
+	}
 	if p.run.Proxy != "" {
 		fmt.Fprintf(&b, "  proxy:          %s (new connections are new to the proxy only)\n", p.run.Proxy)
 	}
@@ -377,7 +408,14 @@ func (s *Session) Run(ctx context.Context, folder *results.Folder) (*results.Run
 	if p.clock != nil && p.clock.CorrectedEvents {
 		cfg.ClockOffset = p.clock.Offset
 	}
+	finishEvidence := s.startEvidence(ctx, p, folder)
+	stopDuring := func() {}
+	if s.DuringRun != nil {
+		stopDuring = s.DuringRun(ctx)
+	}
 	runErr := Execute(ctx, cfg)
+	stopDuring()
+	finishEvidence(run)
 	stop()
 	if s.BeforeFinish != nil {
 		s.BeforeFinish(run)

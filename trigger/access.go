@@ -87,6 +87,23 @@ var VantagePermissions = []Permission{
 	{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices", Namespace: "default", Why: "--vantage direct: the default/kubernetes EndpointSlice"},
 }
 
+// MetricsPermissions is what scraping each apiserver's own /metrics during
+// a run needs (metrics.Scraper, through the direct vantage's addresses).
+var MetricsPermissions = []Permission{
+	{Verb: "get", NonResourceURL: "/metrics", Why: "the apiservers' own metrics, scraped during the run"},
+	{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices", Namespace: "default", Why: "the apiservers' own addresses, to scrape each one's /metrics"},
+}
+
+// MonitoringPermissions is what reading the cluster's monitoring after a
+// run needs: thanos-querier's route, and what the route's proxy checks of
+// the token it is sent (get namespaces), both of which the
+// cluster-monitoring-view ClusterRole grants. They are not checked before a
+// run: without them the run goes on without etcd's and the nodes' metrics.
+var MonitoringPermissions = []Permission{
+	{Verb: "get", Group: "route.openshift.io", Resource: "routes", Namespace: "openshift-monitoring", Name: "thanos-querier", Why: "cluster monitoring: thanos-querier's address"},
+	{Verb: "get", Resource: "namespaces", Why: "cluster monitoring: what thanos-querier's proxy checks of the token (cluster-monitoring-view)"},
+}
+
 // BackendPermission is what polling the API path (with its query) needs:
 // get or list of the resource it names, or a GET of a non-resource URL.
 func BackendPermission(path string) Permission {
@@ -148,7 +165,7 @@ func MissingPermissions(ctx context.Context, kube kubernetes.Interface, perms []
 	var missing []Permission
 	for _, p := range perms {
 		var res *authorizationv1.SelfSubjectAccessReview
-		err := retryTransient(ctx, func(ctx context.Context) error {
+		err := checkCall(ctx, func(ctx context.Context) error {
 			var err error
 			res, err = kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, p.review(), metav1.CreateOptions{})
 			return err

@@ -2,25 +2,24 @@ package trigger
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/repro-tools/repro/results"
 )
 
-// ClusterInfo labels a run with what it ran against, so a 4.16 run and a
-// 4.17 run tell themselves apart. OpenShift is false on clusters without
-// config.openshift.io (the lab); the other fields are then empty.
-type ClusterInfo struct {
-	ServerVersion        string `json:"serverVersion,omitempty"`
-	OpenShift            bool   `json:"openshift"`
-	Version              string `json:"openshiftVersion,omitempty"`
-	Platform             string `json:"platform,omitempty"`
-	ControlPlaneTopology string `json:"controlPlaneTopology,omitempty"`
-}
+// ClusterInfo labels a run with what it ran against; it is the record
+// run.json keeps, so writer and readers share one type.
+type ClusterInfo = results.ClusterRecord
 
 // ErrRollingOut is returned by Preflight when a rollout is already under way
 // or the operator is not settled; --force goes on regardless.
@@ -34,15 +33,8 @@ var ErrRollingOut = errors.New("kube-apiserver is not settled")
 func Preflight(ctx context.Context, c *Clients, force bool) (Status, ClusterInfo, error) {
 	var info ClusterInfo
 	var st Status
-	err := retryTransient(ctx, func(context.Context) error {
-		v, err := c.Kube.Discovery().ServerVersion()
-		if err == nil {
-			info.ServerVersion = v.GitVersion
-		}
-		return err
-	})
-	if err != nil {
-		return st, info, fmt.Errorf("cannot reach the cluster's API: %v (check the kubeconfig and that the server is up)", err)
+	if err := serverVersion(ctx, c, &info); err != nil {
+		return st, info, err
 	}
 	kas, err := getKubeAPIServer(ctx, c)
 	if err != nil {
@@ -81,7 +73,7 @@ func joinProblems(p []string) string {
 // can act on into one clear line.
 func getKubeAPIServer(ctx context.Context, c *Clients) (*operatorv1.KubeAPIServer, error) {
 	var kas *operatorv1.KubeAPIServer
-	err := retryTransient(ctx, func(ctx context.Context) error {
+	err := checkCall(ctx, func(ctx context.Context) error {
 		var err error
 		kas, err = c.Operator.OperatorV1().KubeAPIServers().Get(ctx, OperatorName, metav1.GetOptions{})
 		return err
@@ -105,7 +97,7 @@ func clusterInfo(ctx context.Context, c *Clients, info *ClusterInfo) error {
 		return nil
 	}
 	var cv *configv1.ClusterVersion
-	err := retryTransient(ctx, func(ctx context.Context) error {
+	err := checkCall(ctx, func(ctx context.Context) error {
 		var err error
 		cv, err = c.Config.ConfigV1().ClusterVersions().Get(ctx, "version", metav1.GetOptions{})
 		return err
@@ -124,7 +116,12 @@ func clusterInfo(ctx context.Context, c *Clients, info *ClusterInfo) error {
 			break
 		}
 	}
-	infra, err := c.Config.ConfigV1().Infrastructures().Get(ctx, "cluster", metav1.GetOptions{})
+	var infra *configv1.Infrastructure
+	err = checkCall(ctx, func(ctx context.Context) error {
+		var err error
+		infra, err = c.Config.ConfigV1().Infrastructures().Get(ctx, "cluster", metav1.GetOptions{})
+		return err
+	})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading infrastructures/cluster: %w", err)
 	}
@@ -140,7 +137,12 @@ func clusterInfo(ctx context.Context, c *Clients, info *ClusterInfo) error {
 // clusterOperatorProblems lists why the kube-apiserver ClusterOperator is not
 // settled (Available=True, Progressing=False, Degraded=False).
 func clusterOperatorProblems(ctx context.Context, c *Clients) ([]string, error) {
-	co, err := c.Config.ConfigV1().ClusterOperators().Get(ctx, "kube-apiserver", metav1.GetOptions{})
+	var co *configv1.ClusterOperator
+	err := checkCall(ctx, func(ctx context.Context) error {
+		var err error
+		co, err = c.Config.ConfigV1().ClusterOperators().Get(ctx, "kube-apiserver", metav1.GetOptions{})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("reading clusteroperators/kube-apiserver: %w", err)
 	}
@@ -175,18 +177,55 @@ func clusterOperatorProblems(ctx context.Context, c *Clients) ([]string, error) 
 // poll any cluster.
 func Describe(ctx context.Context, c *Clients) (ClusterInfo, error) {
 	var info ClusterInfo
-	err := retryTransient(ctx, func(context.Context) error {
-		v, err := c.Kube.Discovery().ServerVersion()
-		if err == nil {
-			info.ServerVersion = v.GitVersion
-		}
-		return err
-	})
-	if err != nil {
-		return info, fmt.Errorf("cannot reach the cluster's API: %v (check the kubeconfig and that the server is up)", err)
+	if err := serverVersion(ctx, c, &info); err != nil {
+		return info, err
 	}
 	if err := clusterInfo(ctx, c, &info); err != nil && !apierrors.IsForbidden(err) {
 		return info, err
 	}
 	return info, nil
+}
+
+// serverVersion reads /version with the caller's context and a deadline of
+// its own (discovery's ServerVersion takes no context, so a server that
+// accepts and never answers would hold it, and Ctrl-C, forever), and says
+// in one line what to do when the server cannot be reached.
+func serverVersion(ctx context.Context, c *Clients, info *ClusterInfo) error {
+	var host string
+	err := checkCall(ctx, func(ctx context.Context) error {
+		rc := c.Kube.Discovery().RESTClient()
+		var v *version.Info
+		var err error
+		if rc == nil || reflect.ValueOf(rc).IsNil() {
+			// Fake clientsets have no REST client and no network.
+			v, err = c.Kube.Discovery().ServerVersion()
+		} else {
+			req := rc.Get().AbsPath("/version")
+			if u := req.URL(); u != nil {
+				host = u.Scheme + "://" + u.Host
+			}
+			var raw []byte
+			if raw, err = req.Do(ctx).Raw(); err == nil {
+				v = &version.Info{}
+				if err = json.Unmarshal(raw, v); err != nil {
+					err = fmt.Errorf("/version did not answer a Kubernetes version: %v", err)
+				}
+			}
+		}
+		if err == nil {
+			info.ServerVersion = v.GitVersion
+		}
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case strings.HasPrefix(host, "http://"):
+		return fmt.Errorf("cannot reach the cluster's API at %s over plain HTTP: %v (API servers speak TLS: use --server https://...)", host, err)
+	case errors.Is(err, ErrNoAnswer):
+		return fmt.Errorf("the cluster's API accepted the connection and did not answer: %v (check that the server is up and is an API server)", err)
+	}
+	return fmt.Errorf("cannot reach the cluster's API: %v (check the kubeconfig and that the server is up)", err)
 }

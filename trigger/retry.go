@@ -3,6 +3,7 @@ package trigger
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"time"
 
@@ -36,14 +37,49 @@ func isTransient(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
+// CallTimeout bounds each single request the trigger makes (a GET, a
+// PATCH, an access review) with a context of its own. It is per call, not
+// the client's --request-timeout: that would also end the rollout
+// follower's watches, which must run for the whole rollout. A request to a
+// server that accepted the connection and never answers then fails instead
+// of hanging the run.
+var CallTimeout = 20 * time.Second
+
+// ErrNoAnswer is wrapped by the error of a check whose request met its
+// CallTimeout.
+var ErrNoAnswer = errors.New("no answer")
+
 // retryTransient runs fn until it succeeds, fails with a non-transient error,
-// the backoff is exhausted or ctx ends.
+// the backoff is exhausted or ctx ends. Each call of fn has its own
+// CallTimeout; one that meets it is retried like any transient error (a
+// request stuck in a restarting apiserver during a rollout).
 func retryTransient(ctx context.Context, fn func(context.Context) error) error {
+	return retry(ctx, true, fn)
+}
+
+// checkCall is retryTransient for the checks before a run: a call that meets
+// its CallTimeout is not retried, so a server that never answers is named
+// within one CallTimeout rather than after ten.
+func checkCall(ctx context.Context, fn func(context.Context) error) error {
+	return retry(ctx, false, fn)
+}
+
+func retry(ctx context.Context, retryTimeouts bool, fn func(context.Context) error) error {
 	var last error
 	err := wait.ExponentialBackoffWithContext(ctx, transientBackoff, func(ctx context.Context) (bool, error) {
-		last = fn(ctx)
+		callCtx, cancel := context.WithTimeout(ctx, CallTimeout)
+		last = fn(callCtx)
+		timedOut := callCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+		cancel()
 		if last == nil {
 			return true, nil
+		}
+		if timedOut {
+			last = fmt.Errorf("%w within %v: %v", ErrNoAnswer, CallTimeout, last)
+			if !retryTimeouts {
+				return false, last
+			}
+			return false, nil
 		}
 		if isTransient(last) {
 			return false, nil

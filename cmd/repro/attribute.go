@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,6 +47,9 @@ failed requests went" counts them by verdict, node and backend-connection.
 Needs get on nodes/proxy and list on nodes (see "repro rbac").`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout <= 0 {
+				return fmt.Errorf("--server-request-timeout must be positive, got %v (the apiservers' --request-timeout, 60s by default)", timeout)
+			}
 			// The folder first: a typo there is the commoner mistake.
 			if _, err := results.Open(args[0]); err != nil {
 				return err
@@ -53,10 +57,14 @@ Needs get on nodes/proxy and list on nodes (see "repro rbac").`,
 			if _, err := os.Stat(filepath.Join(args[0], results.SamplesFile)); err != nil {
 				return fmt.Errorf("%s has no %s: give the results folder of a run", args[0], results.SamplesFile)
 			}
-			rc, err := restConfig(o)
+			if !explicitTarget(o) {
+				return errors.New("name the cluster whose audit logs to read: --kubeconfig, --context, --server or KUBECONFIG (a kubeconfig found elsewhere is not used)")
+			}
+			t, err := runTarget(o)
 			if err != nil {
 				return err
 			}
+			rc := t.Config
 			if err := attributeRun(cmd.Context(), cmd.OutOrStdout(), rc, args[0], timeout, o.logger()); err != nil {
 				return err
 			}
@@ -90,7 +98,7 @@ func attributeRun(ctx context.Context, out io.Writer, cfg *rest.Config, dir stri
 			opts.To = *run.End
 		}
 	}
-	if opts.AnsweredBy, err = attribute.LBAnsweredBy(folder.Path(report.LBRecordsFile)); err != nil {
+	if opts.AnsweredBy, err = attribute.LBAnsweredBy(folder.Path(results.LBConnectionsFile)); err != nil {
 		return err
 	}
 	if len(failed) == 0 {

@@ -181,7 +181,50 @@ func (f *labFlags) options() (lab.Options, error) {
 		return o, fmt.Errorf("--lab-lb %q: want one of %s", f.lb, strings.Join(lab.LBChoices(), ", "))
 	}
 	o.LB = f.lb
+	if err := checkLabFlags(o); err != nil {
+		return o, err
+	}
+	// Every other option as the lab checks it, before any build: a cold
+	// build takes minutes, and a bad option must not cost one.
+	if err := o.Validate(); err != nil {
+		return o, fmt.Errorf("lab: %w", err)
+	}
 	return o, nil
+}
+
+// checkLabFlags names the flag of the common mistakes; lab.Options.Validate
+// checks the rest. --nodes 0 is an error, not the default: oc and kubectl
+// take a given 0 as 0.
+func checkLabFlags(o lab.Options) error {
+	if o.Nodes < 1 || o.Nodes > 9 {
+		return fmt.Errorf("--nodes must be 1..9, got %d", o.Nodes)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--shutdown-delay", o.ShutdownDelay}, {"--grace-period", o.GracePeriod}, {"--min-ready-time", o.MinReadyTime},
+		{"--lb-health-interval", o.Health.Interval}, {"--lb-health-timeout", o.Health.Timeout}, {"--probe-interval", o.ProbeInterval}, {"--start-timeout", o.StartTimeout}} {
+		if d.v < 0 {
+			return fmt.Errorf("%s must not be negative, got %v", d.name, d.v)
+		}
+	}
+	for _, t := range []struct {
+		name string
+		v    int
+	}{{"--lb-healthy-threshold", o.Health.HealthyThreshold}, {"--lb-unhealthy-threshold", o.Health.UnhealthyThreshold}} {
+		if t.v < 1 {
+			return fmt.Errorf("%s must be at least 1, got %d", t.name, t.v)
+		}
+	}
+	if o.GracePeriod <= o.ShutdownDelay {
+		return fmt.Errorf("--grace-period (%v) must exceed --shutdown-delay (%v): the kubelet would kill every apiserver mid-drain", o.GracePeriod, o.ShutdownDelay)
+	}
+	if o.KubeVersion != "" {
+		if _, err := binaries.KubeAPIServerFor(o.KubeVersion); err != nil {
+			return fmt.Errorf("--lab-kube-version: %w", err)
+		}
+	}
+	return nil
 }
 
 // enterNetns runs this repro again inside a network namespace of its own

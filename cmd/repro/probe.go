@@ -2,14 +2,12 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
-	"k8s.io/client-go/rest"
 
 	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/results"
@@ -61,7 +59,7 @@ func runProbe(cmd *cobra.Command, o *rootOptions, po *probeOptions) error {
 	if err != nil {
 		return err
 	}
-	target, err := liveTarget(o)
+	target, err := probeTarget(o)
 	if err != nil {
 		return err
 	}
@@ -101,31 +99,3 @@ func runProbe(cmd *cobra.Command, o *rootOptions, po *probeOptions) error {
 	}
 	return finishRun(cmd.OutOrStdout(), folder, run, runErr, 0)
 }
-
-// restConfig loads the client configuration the way oc does, and says so
-// plainly when there is none (client-go would silently fall back to
-// http://localhost:8080).
-func restConfig(o *rootOptions) (*rest.Config, error) {
-	inCluster := os.Getenv("KUBERNETES_SERVICE_HOST") != "" && os.Getenv("KUBERNETES_SERVICE_PORT") != ""
-	explicitServer := o.configFlags.APIServer != nil && *o.configFlags.APIServer != ""
-	if !inCluster && !explicitServer {
-		raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig()
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("kubeconfig: %s: name an existing kubeconfig file (oc login writes ~/.kube/config)", oneLine(err.Error()))
-			}
-			return nil, fmt.Errorf("kubeconfig: %s", oneLine(err.Error()))
-		}
-		if len(raw.Clusters) == 0 {
-			return nil, errors.New("no kubeconfig found: pass --kubeconfig or set KUBECONFIG (looked at $KUBECONFIG and ~/.kube/config)")
-		}
-	}
-	rc, err := o.configFlags.ToRESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %s", oneLine(err.Error()))
-	}
-	return rc, nil
-}
-
-// oneLine folds a multi-line error message into one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

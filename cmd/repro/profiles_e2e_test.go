@@ -344,7 +344,7 @@ func TestProfileLateDeregistration(t *testing.T) {
 func readLBResets(t *testing.T, dir string) int {
 	t.Helper()
 	n := 0
-	if _, err := results.ReadJSONL(filepath.Join(dir, report.LBRecordsFile), func(line []byte) error {
+	if _, err := results.ReadJSONL(filepath.Join(dir, results.LBConnectionsFile), func(line []byte) error {
 		var e struct {
 			Event    string `json:"event"`
 			ClosedBy string `json:"closedBy"`

@@ -61,7 +61,6 @@ func startProgress(ctx context.Context, pr *prober.Prober, total time.Duration, 
 	bars := make([]*mpb.Bar, len(names))
 	start := time.Now()
 	for i, name := range names {
-		i := i
 		bars[i] = p.AddBar(ticks,
 			mpb.PrependDecorators(decor.Name(name, decor.WC{W: width + 1, C: decor.DindentRight})),
 			mpb.AppendDecorators(decor.Any(func(decor.Statistics) string {
@@ -84,7 +83,6 @@ func startProgress(ctx context.Context, pr *prober.Prober, total time.Duration, 
 			return
 		}
 		for i := len(nodeBars); i < view.nodeCount(); i++ {
-			i := i
 			nodeBars = append(nodeBars, p.New(0, mpb.NopStyle(),
 				mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
 					if lines := view.nodeLines(time.Now()); i < len(lines) {

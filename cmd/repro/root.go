@@ -1,6 +1,11 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -28,7 +33,10 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return o.setupLogging(o.logLevel)
+			if err := o.setupLogging(o.logLevel); err != nil {
+				return err
+			}
+			return o.checkClusterFlags(cmd)
 		},
 	}
 	o.configFlags.AddFlags(cmd.PersistentFlags())
@@ -45,4 +53,44 @@ func (o *rootOptions) logger() *zap.Logger {
 		return zap.NewNop()
 	}
 	return o.log
+}
+
+// checkClusterFlags rejects a cluster flag given empty (--kubeconfig "" is
+// a script's unset variable, not a choice of the default) and checks
+// --server's syntax, before anything is read or sent.
+func (o *rootOptions) checkClusterFlags(cmd *cobra.Command) error {
+	for _, f := range []struct{ name, what string }{
+		{"kubeconfig", "the path of a kubeconfig file"}, {"context", "a context of the kubeconfig"},
+		{"server", "the API server as https://HOST:PORT"}, {"token", "a bearer token"},
+		{"certificate-authority", "the CA file"}, {"client-certificate", "the client certificate file"},
+		{"client-key", "the client key file"}, {"user", "a user of the kubeconfig"}, {"cluster", "a cluster of the kubeconfig"},
+	} {
+		fl := cmd.Flags().Lookup(f.name)
+		if fl != nil && fl.Changed && strings.TrimSpace(fl.Value.String()) == "" {
+			return fmt.Errorf("--%s is empty: give %s, or leave the flag out", f.name, f.what)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		path *string
+	}{{"kubeconfig", o.configFlags.KubeConfig}, {"certificate-authority", o.configFlags.CAFile},
+		{"client-certificate", o.configFlags.CertFile}, {"client-key", o.configFlags.KeyFile}} {
+		if f.path == nil || *f.path == "" {
+			continue
+		}
+		if st, err := os.Stat(*f.path); err != nil {
+			return fmt.Errorf("--%s %s: %v: name an existing file", f.name, *f.path, errors.Unwrap(err))
+		} else if !st.Mode().IsRegular() {
+			// A FIFO or a device would block or never end.
+			return fmt.Errorf("--%s %s is not a regular file: name the file itself", f.name, *f.path)
+		}
+	}
+	note, err := checkServerFlag(o)
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		o.logger().Warn(note)
+	}
+	return nil
 }

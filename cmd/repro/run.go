@@ -46,6 +46,7 @@ type runOptions struct {
 	vantages      []string
 	polling       pollingFlags
 	lab           labFlags
+	metrics       metricsFlags
 }
 
 // pollingFlags are the pollers' flags, shared by run and probe.
@@ -54,6 +55,8 @@ type pollingFlags struct {
 	probeTimeout time.Duration
 	backends     []string
 	http2        bool
+	awsLB        bool
+	control      string
 }
 
 func (p *pollingFlags) bind(f *pflag.FlagSet) {
@@ -61,7 +64,13 @@ func (p *pollingFlags) bind(f *pflag.FlagSet) {
 	f.DurationVar(&p.probeTimeout, "probe-timeout", defaultProbeTimeout, "bound on each request; dial, TLS and response headers get 4/5 of it (default origin's 34s; on the lab divided by --lab-timing: 3.4s fast)")
 	f.StringSliceVar(&p.backends, "backends", prober.DefaultBackendNames, "backends to poll: "+strings.Join(prober.BackendNames(), ", "))
 	f.BoolVar(&p.http2, "http2", false, "negotiate HTTP/2 (default HTTP/1.1, like origin's sampler)")
+	f.BoolVar(&p.awsLB, "aws-lb", false, "on AWS, poll the API load balancers' target health every second (AWS default credential chain, read-only describe calls; see README)")
+	f.StringVar(&p.control, "control", "", "also poll this URL outside the cluster, on the same network path, to tell this side's network from the cluster's")
 }
+
+// minProbeTimeout is the smallest --probe-timeout taken: a TCP and TLS
+// handshake and a response must fit in it, even on a loaded laptop.
+const minProbeTimeout = 100 * time.Millisecond
 
 // defaultProbeTimeout is --probe-timeout's default, the prober's own.
 const defaultProbeTimeout = prober.DefaultProbeTimeout
@@ -71,14 +80,19 @@ func (p *pollingFlags) settings() (scenarios.Polling, error) {
 	if p.interval < prober.MinInterval {
 		return scenarios.Polling{}, fmt.Errorf("--interval %v is below the minimum of %v", p.interval, prober.MinInterval)
 	}
-	if p.probeTimeout <= 0 {
-		return scenarios.Polling{}, fmt.Errorf("--probe-timeout must be positive, got %v", p.probeTimeout)
+	if p.probeTimeout < minProbeTimeout {
+		return scenarios.Polling{}, fmt.Errorf("--probe-timeout %v is below the minimum of %v (dial, TLS and response headers share 4/5 of it)", p.probeTimeout, minProbeTimeout)
+	}
+	if p.control != "" {
+		if _, _, err := scenarios.ParseControlURL(p.control); err != nil {
+			return scenarios.Polling{}, err
+		}
 	}
 	backends, err := prober.LookupBackends(p.backends)
 	if err != nil {
 		return scenarios.Polling{}, fmt.Errorf("--backends: %w", err)
 	}
-	return scenarios.Polling{Backends: backends, Interval: p.interval, ProbeTimeout: p.probeTimeout, HTTP2: p.http2}, nil
+	return scenarios.Polling{Backends: backends, Interval: p.interval, ProbeTimeout: p.probeTimeout, HTTP2: p.http2, AWSLB: p.awsLB, Control: p.control}, nil
 }
 
 func newScenariosCmd(o *rootOptions) *cobra.Command {
@@ -145,6 +159,7 @@ Exit codes: 0 done within limits, 3 disruption over --max-disruption,
 	f.BoolVar(&ro.attribute, "attribute", false, "after the run, say where each failed request went from the audit logs (as \"repro attribute\")")
 	f.StringArrayVar(&ro.vantages, "vantage", nil, "where to poll from, repeatable: "+strings.Join(vantage.Names, ", ")+" (default external-lb)")
 	ro.polling.bind(f)
+	ro.metrics.bind(f)
 	ro.lab.bind(cmd)
 	// A run keeps the load balancer's records in its results folder.
 	_ = cmd.Flags().MarkHidden("lb-records")
@@ -178,10 +193,26 @@ func foundKubeconfig() string {
 	return ""
 }
 
+// maxIterations bounds --iterations: each iteration is a full rollout
+// (about 10-20 minutes on a cluster), so more is a typo, not a plan.
+const maxIterations = 1000
+
+// why says why a run uses the lab.
+func why(ro *runOptions, found string) string {
+	if ro.useLab {
+		return "--lab"
+	}
+	w := "no cluster named (--kubeconfig, --context, --server or KUBECONFIG)"
+	if found != "" {
+		w += "; " + found + " was found and not used"
+	}
+	return w
+}
+
 // validate checks the run's own flags: one line for the first bad one.
 func (ro *runOptions) validate() error {
-	if ro.iterations < 1 {
-		return fmt.Errorf("--iterations must be at least 1, got %d", ro.iterations)
+	if ro.iterations < 1 || ro.iterations > maxIterations {
+		return fmt.Errorf("--iterations must be 1..%d, got %d", maxIterations, ro.iterations)
 	}
 	for _, d := range []struct {
 		name string
@@ -213,18 +244,17 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	if err != nil {
 		return err
 	}
+	found := foundKubeconfig()
+	labOpts.Prometheus = ro.metrics.monitoring
 	vantages, err := vantage.Parse(ro.vantages)
 	if err != nil {
 		return err
 	}
-	// A run goes live only when a cluster is named; a dry run changes
-	// nothing and may look at the cluster oc would use.
+	// A run, and its dry run, go live only when a cluster is named: a dry
+	// run resolves its target exactly as the run does, so with no cluster
+	// named it is the lab's dry run and touches no cluster at all.
 	named := explicitTarget(o)
-	found := foundKubeconfig()
 	onLab := ro.useLab || !named
-	if ro.dryRun && !ro.useLab && !named && found != "" {
-		onLab = false
-	}
 	timings := scenarios.LiveTimings()
 	if onLab {
 		timings = scenarios.LabTimings()
@@ -253,13 +283,11 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	if ro.dryRun {
 		printPlan(out, ro, sc, timings, runID, onLab)
 		if onLab {
-			fmt.Fprintln(out, "dry run: nothing was started or changed")
+			printLabPlan(out, labOpts, polling.ProbeTimeout, why(ro, found))
+			fmt.Fprintln(out, "dry run: nothing was built, started or changed, and no request was sent")
 			return nil
 		}
-		if !named {
-			fmt.Fprintf(out, "no cluster named: checking %s, which a real run would not use without --kubeconfig\n", found)
-		}
-		if session.Target, err = liveTarget(o); err != nil {
+		if session.Target, err = runTarget(o); err != nil {
 			return err
 		}
 		if err := session.DryRun(ctx); err != nil {
@@ -295,13 +323,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 
 	var theLab *lab.Lab
 	if onLab {
-		why := "no cluster named (--kubeconfig, --context, --server or KUBECONFIG)"
-		if ro.useLab {
-			why = "--lab"
-		} else if found != "" {
-			why += "; " + found + " was found and not used"
-		}
-		fmt.Fprintf(out, "%s: starting the lab (%d real kube-apiservers behind an NLB-like load balancer; timing %s, probe timeout %v)\n", why, labOpts.Nodes, labOpts.Timing, polling.ProbeTimeout)
+		fmt.Fprintf(out, "%s: starting the lab (%d real kube-apiservers behind an NLB-like load balancer; timing %s, probe timeout %v)\n", why(ro, found), labOpts.Nodes, labOpts.Timing, polling.ProbeTimeout)
 		opts := labOpts
 		// The lab's process chatter goes to repro.log; warnings also to the screen.
 		opts.Logger = o.quietLogger().Named("lab")
@@ -317,7 +339,13 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 			}
 			return fmt.Errorf("lab did not start: %w", err)
 		}
-		defer theLab.Stop()
+		defer func() {
+			if ctx.Err() != nil {
+				// One line: the teardown is the only wait left.
+				fmt.Fprintf(os.Stderr, "repro: stopping the lab; its apiservers may take up to their grace period (%v) to exit (Ctrl-C again to exit at once)\n", theLab.Options().GracePeriod)
+			}
+			theLab.Stop()
+		}()
 		fmt.Fprintf(out, "lab is up in %s at %s (%s load balancer)\n", time.Since(started).Round(time.Millisecond), theLab.URL(), theLab.LBKind())
 		session.Target = scenarios.Target{Config: theLab.RESTConfig(), Lab: labSettings(theLab, ro.lab.sets)}
 		session.BeforeFinish = func(run *results.Run) {
@@ -326,9 +354,12 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 			if err := keepLabLogs(theLab, folder); err != nil {
 				log.Warn("could not copy the apiserver logs into the results", zap.Error(err))
 			}
+			if _, err := scenarios.CopySignals(theLab.LBHealthPath(), folder.Path(results.SignalsFile)); err != nil {
+				log.Warn("could not copy the load balancer's health records into the results", zap.Error(err))
+			}
 		}
 	} else {
-		if session.Target, err = liveTarget(o); err != nil {
+		if session.Target, err = runTarget(o); err != nil {
 			logFile()
 			folder.RemoveIfEmpty()
 			return err
@@ -342,6 +373,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		return err
 	}
 
+	mr := setupMetrics(session, theLab, folder, &ro.metrics, log)
 	view := newRolloutView(sc.Rollout)
 	session.OnEvent = view.observe
 	session.Progress = func(pr *prober.Prober, total time.Duration) (*zap.Logger, func()) {
@@ -358,6 +390,7 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		}
 		return runErr
 	}
+	mr.finish(ctx, out, session, run)
 	if ro.attribute {
 		// On the lab this runs before the lab stops: its kubelet
 		// endpoints serve the audit logs.
@@ -403,31 +436,18 @@ func setVantages(ctx context.Context, s *scenarios.Session, l *lab.Lab, names []
 		if err != nil {
 			return err
 		}
-		if targets, err = vantage.Resolve(ctx, c, s.Target.Config.Host, names); err != nil {
+		// A few reads (Infrastructure, EndpointSlices, Nodes), bounded
+		// together like one of the trigger's calls.
+		rctx, cancel := context.WithTimeout(ctx, trigger.CallTimeout)
+		targets, err = vantage.Resolve(rctx, c, s.Target.Config.Host, names)
+		cancel()
+		if err != nil {
 			return err
 		}
 		s.ExtraPermissions = append(s.ExtraPermissions, trigger.VantagePermissions...)
 	}
 	s.Polling.Targets = targets
 	return nil
-}
-
-// liveTarget is the named cluster's configuration.
-func liveTarget(o *rootOptions) (scenarios.Target, error) {
-	rc, err := restConfig(o)
-	if err != nil {
-		return scenarios.Target{}, err
-	}
-	t := scenarios.Target{Config: rc, Live: true}
-	if o.configFlags.APIServer == nil || *o.configFlags.APIServer == "" {
-		if raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
-			t.Context = raw.CurrentContext
-		}
-		if o.configFlags.Context != nil && *o.configFlags.Context != "" {
-			t.Context = *o.configFlags.Context
-		}
-	}
-	return t, nil
 }
 
 // finishRun derives the report from the folder, prints the summary and
@@ -494,19 +514,19 @@ func startLab(ctx context.Context, opts lab.Options) (*lab.Lab, error) {
 
 // labSettings records the lab of a run for run.json; sets are the
 // --lab-set changes as typed, so a fix run names itself.
-func labSettings(l *lab.Lab, sets []string) map[string]any {
+func labSettings(l *lab.Lab, sets []string) *results.LabRecord {
 	o := l.Options()
-	return map[string]any{
-		"sets":  append([]string{}, sets...),
-		"nodes": o.Nodes, "shutdownDelay": o.ShutdownDelay.String(), "gracePeriod": o.GracePeriod.String(),
-		"minReadyTime": o.MinReadyTime.String(), "lbHealthInterval": o.Health.Interval.String(),
-		"lbHealthTimeout": o.Health.Timeout.String(), "lbHealthyThreshold": o.Health.HealthyThreshold,
-		"lbUnhealthyThreshold": o.Health.UnhealthyThreshold, "kubeAPIServer": o.KubeAPIServer,
-		"timing": o.Timing.Name, "timingFactor": o.Timing.Factor,
-		"profile": o.Profile, "knobs": lab.Settings(o), "lb": l.LBKind(),
+	return &results.LabRecord{
+		Sets:  append([]string{}, sets...),
+		Nodes: o.Nodes, ShutdownDelay: o.ShutdownDelay.String(), GracePeriod: o.GracePeriod.String(),
+		MinReadyTime: o.MinReadyTime.String(), LBHealthInterval: o.Health.Interval.String(),
+		LBHealthTimeout: o.Health.Timeout.String(), LBHealthyThreshold: o.Health.HealthyThreshold,
+		LBUnhealthyThreshold: o.Health.UnhealthyThreshold, KubeAPIServer: o.KubeAPIServer,
+		Timing: o.Timing.Name, TimingFactor: o.Timing.Factor,
+		Profile: o.Profile, Knobs: lab.Settings(o), LB: l.LBKind(),
 		// The release as the binary reported it, and whether it is the
 		// lab's default, so labels name a release only where it differs.
-		"kubeVersion": l.KubeVersion().String(), "kubeDefault": l.KubeVersion().GitVersion == binaries.KubeAPIServer.Version && o.KubeAPIServer == "",
+		KubeVersion: l.KubeVersion().String(), KubeDefault: l.KubeVersion().GitVersion == binaries.KubeAPIServer.Version && o.KubeAPIServer == "",
 	}
 }
 
@@ -559,4 +579,27 @@ func printPlan(out io.Writer, ro *runOptions, sc scenarios.Scenario, t scenarios
 			fmt.Fprintf(out, "    follow the rollout (limit %v, settle %v), then cool down %v\n", t.FollowTimeout, t.Settle, t.CoolDown)
 		}
 	}
+}
+
+// printLabPlan says, for a lab dry run, what lab a run would start, from
+// the validated options; it looks at the binary cache and builds nothing.
+func printLabPlan(out io.Writer, o lab.Options, probeTimeout time.Duration, why string) {
+	fmt.Fprintf(out, "lab (%s):\n", why)
+	fmt.Fprintf(out, "  %d nodes, timing %s, load balancer %s, listen %s\n", o.Nodes, o.Timing.Name, o.LB, o.Listen)
+	kas := "kube-apiserver " + binaries.KubeAPIServer.Version
+	if o.KubeAPIServer != "" {
+		kas = "kube-apiserver " + o.KubeAPIServer
+	} else if spec, err := binaries.KubeAPIServerFor(o.KubeVersion); err == nil {
+		kas = "kube-apiserver " + spec.Version
+		if _, ok, err := binaries.Path(spec, binaries.Options{}); err == nil && !ok {
+			kas += " (not built yet: the run builds it first, about " + spec.ColdBuild.String() + "; \"repro lab build\" does it now)"
+		}
+	}
+	fmt.Fprintf(out, "  %s\n", kas)
+	fmt.Fprintf(out, "  shutdown delay %v, grace period %v, min ready time %v, probe interval %v\n", o.ShutdownDelay, o.GracePeriod, o.MinReadyTime, o.ProbeInterval)
+	fmt.Fprintf(out, "  load balancer health check every %v, timeout %v, healthy after %d, unhealthy after %d\n", o.Health.Interval, o.Health.Timeout, o.Health.HealthyThreshold, o.Health.UnhealthyThreshold)
+	if o.Profile != "" {
+		fmt.Fprintf(out, "  profile %s\n", o.Profile)
+	}
+	fmt.Fprintf(out, "  probe timeout %v\n", probeTimeout)
 }

@@ -315,7 +315,7 @@ func TestRunRolloutOnTheLab(t *testing.T) {
 			t.Errorf("%s: %d failures, %v disrupted (%v) on the healthy lab", p.Name, p.Failures, p.Disrupted, p.Classes)
 		}
 	}
-	for _, f := range []string{results.IntervalsFile, results.BackendDisruptionFile, report.JUnitFile, report.PlacementsFile, results.SummaryFile, report.LBRecordsFile} {
+	for _, f := range []string{results.IntervalsFile, results.BackendDisruptionFile, report.JUnitFile, report.PlacementsFile, results.SummaryFile, results.LBConnectionsFile} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("results folder lacks %s: %v", f, err)
 		}

@@ -36,7 +36,7 @@ import (
 	"golang.org/x/term"
 )
 
-//go:embed kube-apiserver-*/*.src etcd/*.src
+//go:embed kube-apiserver-*/*.src etcd/*.src prometheus/*.src
 var sources embed.FS
 
 // Spec describes one buildable program.
@@ -134,8 +134,25 @@ var Etcd = Spec{
 	ColdBuild: time.Minute,
 }
 
+// Prometheus is Prometheus 3.16.0 (module version v0.316.0), the lab's
+// monitoring: it scrapes the lab's servers every second so that one query
+// code reads the lab and a cluster's thanos-querier alike. The
+// remove_all_sd tag leaves out every service discovery (Prometheus'
+// plugins/plugin_*.go build constraints): the lab's targets are static,
+// and the cloud SDKs the discoveries link are most of the build.
+var Prometheus = Spec{
+	Name:      "prometheus",
+	Version:   "v0.316.0",
+	Package:   "github.com/prometheus/prometheus/cmd/prometheus",
+	LDFlags:   "-s -w -X github.com/prometheus/common/version.Version=3.16.0",
+	Tags:      "remove_all_sd",
+	Release:   "Prometheus 3.16.0",
+	dir:       "prometheus",
+	ColdBuild: 5 * time.Minute,
+}
+
 // All lists every program the lab needs, in build order.
-var All = []Spec{Etcd, KubeAPIServer}
+var All = []Spec{Etcd, KubeAPIServer, Prometheus}
 
 // ErrNoGoToolchain is returned when a binary must be built and no go command
 // is on PATH.

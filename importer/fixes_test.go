@@ -1,0 +1,174 @@
+package importer
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/repro-tools/repro/origin"
+	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/results"
+)
+
+// TestRunStartsAtItsFirstInterval: a run whose sampler file holds only
+// Error intervals (no DisruptionEnded), the first of them after
+// master-0's shutdown began, is written with its rollout as a rollout, not
+// as baseline (issue 23, 6a).
+func TestRunStartsAtItsFirstInterval(t *testing.T) {
+	root := t.TempDir()
+	ivs := []origin.Interval{
+		nodeUpdate("worker-a", "Drain", 0, 30),
+		shutdown("master-0", 700, 770),
+		kubeEvent("master-0", "ShutdownInitiated", 700),
+		kubeEvent("master-0", "TerminationGracefulTerminationFinished", 770),
+		disruption("kube-api-new-connections", "new", 720, 725, headers),
+	}
+	writeRun(t, filepath.Join(root, "run"), "e2e-timelines_spyglass_20260304-100000.json", ivs, origin.FormatStructured)
+	runs, ps := load(t, filepath.Join(root, "run"))
+	out := filepath.Join(root, "out")
+	if err := WriteFolder(out, runs[0], ps, OutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := report.Rebuild(out); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(out, report.PlacementsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Placements []report.Placement `json:"placements"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	rps := doc.Placements
+	if len(rps) == 0 || rps[0].Iteration != 1 || rps[0].Node != "master-0" {
+		t.Fatalf("the disruption inside master-0's shutdown is not placed in the rollout: %+v", rps)
+	}
+}
+
+// TestNeverCompletedNodeUpdateHasItsPhase: origin's state tracker closes a
+// phase still open at the end without a "phase" annotation; the phase is
+// in "state" (newer origin) or the message (older) (issue 23, 6c).
+func TestNeverCompletedNodeUpdateHasItsPhase(t *testing.T) {
+	newer := origin.Interval{Level: origin.LevelWarning, Source: origin.SourceNodeState, Display: true,
+		Locator: origin.Locator{Type: origin.LocatorTypeNode, Keys: map[string]string{origin.KeyNode: "worker-a", "row": "NodeUpdatePhases"}},
+		Message: origin.NewMessage(origin.ReasonNodeUpdate, "never completed", map[string]string{"state": "OperatingSystemUpdate", origin.AnnotationConstructed: "node-lifecycle-constructor", origin.AnnotationRoles: "worker"}),
+		From:    at(100), To: at(400)}
+	older := newer
+	older.Locator = origin.Locator{Type: origin.LocatorTypeNode, Keys: map[string]string{origin.KeyNode: "worker-b"}}
+	older.Message = origin.NewMessage(origin.ReasonNodeUpdate, "roles/worker state/OperatingSystemUpdate never completed", nil)
+	ivs := []origin.Interval{newer, older,
+		disruption("ingress-to-console-new-connections", "new", 150, 152, "EOF")}
+	dir := t.TempDir()
+	writeRun(t, dir, "e2e-timelines_spyglass_20260304-100000.json", ivs, origin.FormatStructured)
+	_, ps := load(t, dir)
+	if len(ps) != 1 || ps[0].Pattern != PatternNodeUpdate || ps[0].NodePhase != "OperatingSystemUpdate" {
+		t.Fatalf("placement = %+v", ps)
+	}
+	if p := NodeUpdatePhase(older); p != "OperatingSystemUpdate" {
+		t.Errorf("older form: phase %q", p)
+	}
+}
+
+// TestNonAPIServerBackendsArePlacedNotSampled: an ingress and a canary
+// disruption are placed with their kind and origin's instance, but only
+// kube-api becomes repro samples (issue 23, 6e).
+func TestNonAPIServerBackendsArePlacedNotSampled(t *testing.T) {
+	root := t.TempDir()
+	canary := disruption("ci-cluster-network-liveness-new-connections", "new", 300, 302, "dial tcp: i/o timeout")
+	canary.Locator.Keys[origin.KeyDisruption] = "ci-cluster-network-liveness"
+	ivs := append(ciRun(5),
+		disruption("ingress-to-oauth-server-new-connections", "new", 905, 910, "EOF"),
+		canary)
+	writeRun(t, filepath.Join(root, "run"), "e2e-timelines_spyglass_20260304-100000.json", ivs, origin.FormatStructured)
+	runs, ps := load(t, filepath.Join(root, "run"))
+	kinds := map[string]results.BackendKind{}
+	for _, p := range ps {
+		kinds[p.Backend] = p.Kind
+		if p.Backend == "ci-cluster-network-liveness-new-connections" && p.Instance != "ci-cluster-network-liveness" {
+			t.Errorf("instance %q", p.Instance)
+		}
+	}
+	if kinds["kube-api-new-connections"] != results.KindAPIServer || kinds["ingress-to-oauth-server-new-connections"] != results.KindIngress ||
+		kinds["ci-cluster-network-liveness-new-connections"] != results.KindCanary {
+		t.Fatalf("kinds = %v", kinds)
+	}
+	out := filepath.Join(root, "out")
+	if err := WriteFolder(out, runs[0], ps, OutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(out, results.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"ingress-to-oauth-server", "ci-cluster-network-liveness"} {
+		if bytes.Contains(data, []byte(`"`+b+`"`)) {
+			t.Errorf("samples.jsonl holds %s: the apiserver catalogue would read it as an apiserver failure", b)
+		}
+	}
+	pl, _ := os.ReadFile(filepath.Join(out, PlacementsFile))
+	if !bytes.Contains(pl, []byte("ingress-to-oauth-server-new-connections")) {
+		t.Error("the ingress placement is lost from the folder")
+	}
+}
+
+// TestOwnTimelinesAgreeWithBackendDisruption: repro's own origin files hold
+// no zero-length Error interval, and backend-disruption_*.json agrees with
+// the timeline file by origin's rule (issue 23, 6d).
+func TestOwnTimelinesAgreeWithBackendDisruption(t *testing.T) {
+	dir := t.TempDir()
+	f, err := results.Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := results.CreateJSONL(f.Path(results.SamplesFile))
+	t0 := start.Add(100 * time.Millisecond)
+	// 10 per second for 60 s; short failures of 200-300 ms with changing
+	// error text, as an etcd stall gives
+	for i := 0; i < 600; i++ {
+		s := results.Sample{Backend: "kube-api", Connection: results.NewConnections, Seq: uint64(i + 1), Start: t0.Add(time.Duration(i) * 100 * time.Millisecond), Duration: 5 * time.Millisecond, StatusCode: 200}
+		if i%50 >= 3 && i%50 < 5 {
+			s.StatusCode, s.ErrorClass, s.Error = 0, results.ClassHeaderTimeout, headers
+		}
+		if i%50 == 5 {
+			s.StatusCode, s.ErrorClass, s.Error = 503, results.ClassHTTP5xx, "HTTP 503 Service Unavailable"
+		}
+		w.Write(&s)
+	}
+	w.Close()
+	if _, err := report.Rebuild(dir); err != nil {
+		t.Fatal(err)
+	}
+	tlName, bdName := report.OriginFiles(report.OriginRunID(nil, dir))
+	ivs, err := origin.ReadFile(filepath.Join(dir, tlName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []origin.Interval
+	for _, iv := range ivs {
+		if iv.IsDisruption() && iv.Level == origin.LevelError {
+			if !iv.To.After(iv.From) {
+				t.Errorf("zero-length Error interval: %s", iv.String())
+			}
+			errs = append(errs, iv)
+		}
+	}
+	var bd origin.BackendDisruptionList
+	data, _ := os.ReadFile(filepath.Join(dir, bdName))
+	if err := json.Unmarshal(data, &bd); err != nil {
+		t.Fatal(err)
+	}
+	got := bd.BackendDisruptions["kube-api-new-connections"].DisruptedDuration.Duration
+	if want := origin.DisruptedDuration(errs); got != want || got == 0 {
+		t.Errorf("backend-disruption says %v, the timeline file by origin's rule %v", got, want)
+	}
+	if !strings.Contains(bdName, "backend-disruption_") {
+		t.Error(bdName)
+	}
+}
