@@ -447,3 +447,39 @@ func TestObjectSizeBound(t *testing.T) {
 		t.Errorf("failures %v", res.Failures)
 	}
 }
+
+// BenchmarkGather fetches 40 runs whole (two timelines and two
+// backend-disruption files each) from the emulator into a fresh cache, then
+// reads them again from the cache.
+func BenchmarkGather(b *testing.B) {
+	var runs []citest.RunSpec
+	var rs []ci.Ref
+	for i := range 40 {
+		build := fmt.Sprintf("18140000000000%05d", i)
+		runs = append(runs, citest.RunSpec{Build: build, Kind: citest.Disrupted, Started: base.Add(time.Duration(i) * time.Hour)})
+		r, _ := ci.JobRef(citest.Bucket, citest.Job, build)
+		rs = append(rs, r)
+	}
+	citest.ServeB(b, runs)
+	for b.Loop() {
+		gcs, err := ci.NewStorage(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := ci.NewClient(gcs, &ci.Cache{Root: b.TempDir()}, ci.DefaultParallel)
+		start := time.Now()
+		res, err := c.Gather(context.Background(), ci.Request{Refs: rs})
+		if err != nil || res.Partial() {
+			b.Fatal(err, res.Failures)
+		}
+		cold := time.Since(start)
+		start = time.Now()
+		if _, err := c.Gather(context.Background(), ci.Request{Refs: rs}); err != nil {
+			b.Fatal(err)
+		}
+		warm := time.Since(start)
+		b.ReportMetric(float64(len(rs))/cold.Seconds(), "runs/s-fetched")
+		b.ReportMetric(float64(len(rs))/warm.Seconds(), "runs/s-cached")
+		gcs.Close()
+	}
+}

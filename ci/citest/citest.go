@@ -75,8 +75,11 @@ func Objects(t testing.TB, runs []RunSpec) []fakestorage.Object {
 	add := func(name string, content []byte) {
 		objs = append(objs, fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: Bucket, Name: name, ContentType: "application/json"}, Content: content})
 	}
-	upgrade, conformance := fixtureTimelines(t)
+	fixUpgrade, fixConformance := fixtureTimelines(t)
 	for _, r := range runs {
+		// The fixture's times moved to the run's own start, so that every
+		// file of a run lies within it.
+		upgrade, conformance := shift(fixUpgrade, r.Started.Sub(fixtureStart)), shift(fixConformance, r.Started.Sub(fixtureStart))
 		p := "logs/" + Job + "/" + r.Build + "/"
 		add(p+"prowjob.json", prowJob(r.Build))
 		add(p+"started.json", fmt.Appendf(nil, `{"timestamp":%d,"repos":{}}`, r.Started.Unix()))
@@ -127,7 +130,15 @@ func Objects(t testing.TB, runs []RunSpec) []fakestorage.Object {
 
 // Serve starts an emulator holding runs and points STORAGE_EMULATOR_HOST at
 // it for the test.
-func Serve(t *testing.T, runs []RunSpec) *fakestorage.Server {
+func Serve(t *testing.T, runs []RunSpec) *fakestorage.Server { return serve(t, runs) }
+
+// ServeB is Serve for a benchmark.
+func ServeB(b *testing.B, runs []RunSpec) *fakestorage.Server { return serve(b, runs) }
+
+func serve(t interface {
+	testing.TB
+	Setenv(k, v string)
+}, runs []RunSpec) *fakestorage.Server {
 	t.Helper()
 	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{
 		InitialObjects: Objects(t, runs),
@@ -190,6 +201,23 @@ func fixtureTimelines(t testing.TB) (upgrade, conformance []origin.Interval) {
 		t.Fatal(err)
 	}
 	return upgrade, conformance
+}
+
+// fixtureStart is when the importer's fixture run begins.
+var fixtureStart = time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
+
+func shift(ivs []origin.Interval, d time.Duration) []origin.Interval {
+	out := make([]origin.Interval, len(ivs))
+	for i, iv := range ivs {
+		if !iv.From.IsZero() {
+			iv.From = iv.From.Add(d)
+		}
+		if !iv.To.IsZero() {
+			iv.To = iv.To.Add(d)
+		}
+		out[i] = iv
+	}
+	return out
 }
 
 // cleanOf drops the Error disruption intervals.

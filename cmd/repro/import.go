@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -49,6 +50,11 @@ type importOptions struct {
 	parallel           int
 	maxObject          string
 	samplerTimeout     time.Duration
+
+	// Analysis of CI run folders (importer.AnalyzeCIRuns).
+	html    string
+	window  time.Duration
+	atLeast float64
 }
 
 func newImportCmd(_ *rootOptions) *cobra.Command {
@@ -174,6 +180,9 @@ the rest were.`,
 	f.BoolVar(&io.audit, "audit", false, "fetch the runs' gathered audit logs and attribute each failed request")
 	f.IntVar(&io.parallel, "parallel", ci.DefaultParallel, "objects downloaded at once")
 	f.StringVar(&io.maxObject, "max-object", "1GiB", "bound on one downloaded object")
+	f.StringVar(&io.html, "html", "", "CI runs: write the offline HTML page (one row per run) to this file")
+	f.DurationVar(&io.window, "window", importer.DefaultEvidenceWindow, "CI runs: evidence read either side of each disruption")
+	f.Float64Var(&io.atLeast, "at-least", importer.DefaultAtLeast, "CI runs: the pattern table's share of runs at or above this many seconds")
 	f.DurationVar(&io.samplerTimeout, "sampler-timeout", attribute.DefaultSamplerTimeout, "with --audit: origin's sampler timeout in the runs (20s in 2024, 34s since origin #29761); a timed-out request gave up at 4/5 of it")
 	return cmd
 }
@@ -393,30 +402,133 @@ type importInputs struct {
 	Clean map[string]bool
 }
 
-// folders is every input as a path, the fetched runs' folders after the
-// local ones. A fetched run without a timeline file is left out: its line
-// was printed when it was fetched.
-func (in importInputs) folders() []string {
-	out := append([]string(nil), in.Paths...)
+// importRuns analyses the inputs: the CI run folders (fetched, or local
+// folders holding prowjob.json) in one call to importer.AnalyzeCIRuns, the
+// other files and folders as interval files. It returns how many runs were
+// imported and how many files or runs failed (each already printed as one
+// line).
+func importRuns(cmd *cobra.Command, o *importOptions, in importInputs) (imported, bad int, err error) {
+	var ciDirs, plain []string
+	for _, p := range in.Paths {
+		if isCIRunFolder(p) {
+			ciDirs = append(ciDirs, p)
+		} else {
+			plain = append(plain, p)
+		}
+	}
 	for _, r := range in.Runs {
 		for _, f := range r.Files {
 			if strings.Contains(f, "/e2e-timelines_spyglass_") {
-				out = append(out, r.Dir)
+				ciDirs = append(ciDirs, r.Dir)
 				break
 			}
 		}
 	}
-	return out
+	if len(ciDirs) > 0 {
+		n, b, err := analyzeCIRuns(cmd, o, ciDirs)
+		imported, bad = imported+n, bad+b
+		if err != nil {
+			return imported, bad, err
+		}
+	} else if o.html != "" {
+		return 0, 0, errors.New("--html shows CI runs: give prow URLs, gs:// URIs, --job, or CI run folders (holding prowjob.json)")
+	}
+	if len(plain) > 0 {
+		n, b, err := importIntervalFiles(cmd, o, plain, len(ciDirs) > 0)
+		imported, bad = imported+n, bad+b
+		if err != nil {
+			return imported, bad, err
+		}
+	}
+	return imported, bad, nil
 }
 
-// importRuns analyses the inputs: one call to the importer over every
-// folder and file. It returns how many runs were imported and how many
-// files or runs failed (each already printed as one line).
-func importRuns(cmd *cobra.Command, o *importOptions, in importInputs) (imported, bad int, err error) {
-	paths := in.folders()
-	if len(paths) == 0 {
-		return 0, 0, nil
+// isCIRunFolder reports whether a path is a CI run's folder as prow
+// uploads it (prowjob.json at its top).
+func isCIRunFolder(p string) bool {
+	st, err := os.Stat(filepath.Join(p, "prowjob.json"))
+	return err == nil && !st.IsDir()
+}
+
+// analyzeCIRuns hands the CI run folders to the importer's analysis and
+// prints its tables, page and folders.
+func analyzeCIRuns(cmd *cobra.Command, o *importOptions, dirs []string) (imported, bad int, err error) {
+	stderr := cmd.ErrOrStderr()
+	var runs []*importer.CIRun
+	for _, d := range dirs {
+		r, err := importer.OpenCIRun(d)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			bad++
+			continue
+		}
+		runs = append(runs, r)
 	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	rep, err := importer.AnalyzeCIRuns(ctx, runs, importer.CIOptions{Window: o.window, AtLeast: o.atLeast})
+	if err != nil {
+		return 0, bad, err
+	}
+	for _, rr := range rep.Runs {
+		if rr == nil {
+			continue
+		}
+		for _, e := range rr.Errors {
+			fmt.Fprintf(stderr, "%s: %s\n", rr.Run.Name(), e)
+			bad++
+		}
+	}
+	stdout := cmd.OutOrStdout()
+	if o.json {
+		err = importer.WriteCIJSON(stdout, rep)
+	} else {
+		err = importer.WriteCIText(stdout, rep)
+	}
+	if err != nil {
+		return 0, bad, err
+	}
+	if o.html != "" {
+		var b bytes.Buffer
+		if err := importer.WriteCIHTML(&b, rep); err != nil {
+			return 0, bad, err
+		}
+		if err := os.WriteFile(o.html, b.Bytes(), 0o644); err != nil {
+			return 0, bad, fmt.Errorf("--html: %v", err)
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", o.html)
+	}
+	good := len(rep.Runs) - rep.Unreadable
+	if o.out != "" {
+		for _, rr := range rep.Runs {
+			if rr == nil || len(rr.Run.Run.Files) == 0 {
+				continue
+			}
+			dir := o.out
+			if len(rep.Runs) > 1 {
+				dir = filepath.Join(o.out, strings.NewReplacer("/", "_", " ", "_").Replace(rr.Run.Name()))
+			}
+			if err := importer.WriteCIFolder(dir, rr, importer.OutOptions{Pattern: o.pattern, Command: os.Args}); err != nil {
+				fmt.Fprintf(stderr, "%s: %v\n", dir, err)
+				bad++
+				continue
+			}
+			if _, err := report.Rebuild(dir); err != nil {
+				fmt.Fprintf(stderr, "%s: %v\n", dir, err)
+				bad++
+				continue
+			}
+			fmt.Fprintf(stderr, "wrote %s\n", dir)
+		}
+	}
+	return good, bad, nil
+}
+
+// importIntervalFiles reads interval files and folders of them that are
+// not CI run folders, as import always has.
+func importIntervalFiles(cmd *cobra.Command, o *importOptions, paths []string, sub bool) (imported, bad int, err error) {
 	runs, err := importer.Find(paths)
 	if err != nil {
 		return 0, 0, err
@@ -444,8 +556,15 @@ func importRuns(cmd *cobra.Command, o *importOptions, in importInputs) (imported
 		return len(loaded), bad, err
 	}
 	if o.out != "" {
+		out := o.out
+		if sub {
+			// CI runs were written under --out too: these go beside them.
+			out = filepath.Join(o.out, "files")
+		}
+		oo := *o
+		oo.out = out
 		for _, r := range loaded {
-			if err := writeImported(cmd, o, r, ps, len(loaded) > 1); err != nil {
+			if err := writeImported(cmd, &oo, r, ps, len(loaded) > 1); err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), err)
 				bad++
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,7 +104,9 @@ func TestImportCIJobHistoryAndAudit(t *testing.T) {
 	}
 	citest.Serve(t, runs)
 	cache := t.TempDir()
-	code, out, err := runRepro(t, "import", "--cache-dir", cache, "--job", citest.Job, "--since", "2024-07-10T05:00:00Z", "--until", "2024-07-10T12:00:00Z", "--audit")
+	html := filepath.Join(t.TempDir(), "runs.html")
+	outDir := filepath.Join(t.TempDir(), "runs")
+	code, out, err := runRepro(t, "import", "--cache-dir", cache, "--job", citest.Job, "--since", "2024-07-10T05:00:00Z", "--until", "2024-07-10T12:00:00Z", "--audit", "--html", html, "--out", outDir)
 	// Only the audited run has gathered audit logs; the others say so.
 	if code != exitPartial {
 		t.Fatalf("exit %d: %v\n%s", code, err, out)
@@ -117,6 +120,14 @@ func TestImportCIJobHistoryAndAudit(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
+	}
+	// The fetched runs went to the importer's analysis in one call: its
+	// page, and one results folder per run.
+	if page, err := os.ReadFile(html); err != nil || !strings.Contains(string(page), "1813000000000000008") {
+		t.Errorf("--html: %v", err)
+	}
+	if folders, _ := filepath.Glob(filepath.Join(outDir, "*", "summary.txt")); len(folders) != 3 {
+		t.Errorf("--out wrote %d run folders, want 3", len(folders))
 	}
 	if strings.Contains(out, "1813000000000000006: no gathered") {
 		t.Errorf("a skipped run was fetched whole:\n%s", out)
