@@ -111,6 +111,9 @@ type Figures struct {
 	// shared stall predicts every apiserver, an etcd stall on one node that
 	// one, a load-balancer mechanism none. Nil without signals.
 	ServerMetrics *metrics.Figures `json:"serverMetrics,omitempty"`
+	// serverSignals are the signals ServerMetrics is computed from,
+	// between reading them and the timeline.
+	serverSignals []results.Signal
 }
 
 // SignalFigures are results.SignalsFile's signals within SignalWindow of
@@ -155,25 +158,19 @@ var pressureThresholds = map[results.SignalKind]float64{
 // readSignals reads results.SignalsFile, a line at a time, keeping only
 // the counts; a missing file leaves Signals nil.
 func (f *Figures) readSignals(path string, ivs []report.Interval) error {
-	file, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	defer file.Close()
 	sf := &SignalFigures{Pressure: map[results.SignalKind]int{}}
 	kinds, sources := map[results.SignalKind]bool{}, map[string]bool{}
-	sc := bufio.NewScanner(file)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for line := 1; sc.Scan(); line++ {
-		var s results.Signal
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			return fmt.Errorf("%s line %d: %v (regenerate the file)", path, line, err)
-		}
+	// results.ForEachSignal is the one reader of the schema; the signals
+	// ServerMetrics needs are kept for it on the way.
+	_, err := results.ForEachSignal(path, func(s results.Signal) error {
 		sf.Read++
 		kinds[s.Kind] = true
+		if serverMetricKinds[s.Kind] {
+			f.serverSignals = append(f.serverSignals, s)
+		}
 		end := s.To
 		if end.IsZero() {
 			end = s.At
@@ -186,7 +183,7 @@ func (f *Figures) readSignals(path string, ivs []report.Interval) error {
 			}
 		}
 		if !near {
-			continue
+			return nil
 		}
 		sf.Near++
 		th, ok := pressureThresholds[s.Kind]
@@ -194,9 +191,10 @@ func (f *Figures) readSignals(path string, ivs []report.Interval) error {
 			sf.Pressure[s.Kind]++
 			sources[s.Source] = true
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %v", path, err)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%v (regenerate the file)", err)
 	}
 	for k := range kinds {
 		sf.Kinds = append(sf.Kinds, k)
@@ -274,11 +272,10 @@ func Measure(dir string) (*Figures, error) {
 			seen[p.Backend] = true
 			fig.Backends = append(fig.Backends, p.Backend)
 		}
-		cache := strings.HasPrefix(p.Backend, "cache-")
-		base := strings.TrimPrefix(p.Backend, "cache-")
-		aggregated := base == "openshift-api" || base == "oauth-api"
+		d, _ := results.DescribeBackend(p.Backend)
+		cache, aggregated := d.Cache, d.Aggregated
 		fig.HasCache = fig.HasCache || cache
-		fig.HasCore = fig.HasCore || base == "kube-api"
+		fig.HasCore = fig.HasCore || (d.APIServer() && !d.Aggregated)
 		fig.HasAggregated = fig.HasAggregated || aggregated
 		var n int64
 		for c, k := range p.Classes {
@@ -319,9 +316,7 @@ func Measure(dir string) (*Figures, error) {
 		return nil, err
 	}
 	fig.Timeline = len(tl.Iterations) > 0
-	if err := fig.readServerMetrics(f, tl); err != nil {
-		return nil, err
-	}
+	fig.summarizeServerMetrics(tl)
 	for _, it := range tl.Iterations {
 		if len(it.Nodes) > fig.RolledNodes {
 			fig.RolledNodes = len(it.Nodes)
@@ -600,20 +595,23 @@ func longestRun(ivs []report.Interval) int64 {
 	return longest
 }
 
-// readServerMetrics reads signals.jsonl (results.ReadSignals, the one reader of
-// the schema) into ServerMetrics, each instance's baseline ending at the
-// first trigger.
-func (f *Figures) readServerMetrics(folder *results.Folder, tl *report.Timeline) error {
-	sigs, _, err := results.ReadSignals(folder.Path(results.SignalsFile))
-	if err != nil || len(sigs) == 0 {
-		return err
+// serverMetricKinds are the signals ServerMetrics is computed from.
+var serverMetricKinds = map[results.SignalKind]bool{
+	results.SignalAPIServerLatency: true, results.SignalEtcdRequestLatency: true, results.SignalScrapeFailed: true,
+}
+
+// summarizeServerMetrics turns the server-metric signals readSignals kept
+// into ServerMetrics, each instance's baseline ending at the first trigger.
+func (f *Figures) summarizeServerMetrics(tl *report.Timeline) {
+	if len(f.serverSignals) == 0 {
+		return
 	}
 	var baselineEnd time.Time
 	if len(tl.Iterations) > 0 {
 		baselineEnd = tl.Iterations[0].Trigger
 	}
-	f.ServerMetrics = metrics.Summarize(sigs, baselineEnd)
-	return nil
+	f.ServerMetrics = metrics.Summarize(f.serverSignals, baselineEnd)
+	f.serverSignals = nil
 }
 
 // serverMetricsLine says in one line where the servers' latency went up,
@@ -637,7 +635,10 @@ func (f *Figures) serverMetricsLine() string {
 	case "one-apiserver":
 		s += ": one apiserver's own path (as an etcd stall on its node)"
 	case "none":
-		s += ": the servers answered as in the baseline, so a failure lies between client and server (the load balancer)"
+		s += ": the servers answered as in the baseline"
+		if f.Failures > 0 {
+			s += ", so the failures lie between client and server (the load balancer)"
+		}
 	}
 	return s
 }

@@ -1,83 +1,24 @@
 package importer
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"os"
 
 	"github.com/repro-tools/repro/origin"
 )
 
-// readNeeded reads an interval file a item at a time and decodes only the
+// readNeeded reads an interval file an item at a time and decodes only the
 // items the analysis reads (see needed), so that a CI run's file of a few
 // hundred megabytes, mostly pod events and logs, never sits in memory
 // whole: what is held is one item's bytes and the kept items. The kept
 // items go through origin's own decoder, every serialization included. An
 // item whose source the cheap look cannot tell (the string-only era) is
-// kept. Any fault falls back to origin.ReadFile, whose error names the
-// file, line and column.
+// kept. origin.ReadFileFiltered bounds each item, refuses what is not a
+// regular file, and names the file, line and column of any fault.
 func readNeeded(path string) ([]origin.Interval, error) {
-	f, err := os.Open(path)
+	ivs, err := origin.ReadFileFiltered(path, wanted)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<20))
-	fallback := func() ([]origin.Interval, error) {
-		ivs, err := origin.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		return needed(ivs), nil
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return fallback()
-	}
-	var kept bytes.Buffer
-	kept.WriteString(`{"items":[`)
-	n, seen := 0, false
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return fallback()
-		}
-		if t != "items" {
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return fallback()
-			}
-			continue
-		}
-		seen = true
-		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-			return fallback()
-		}
-		for dec.More() {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return fallback()
-			}
-			if !wanted(raw) {
-				continue
-			}
-			if n > 0 {
-				kept.WriteByte(',')
-			}
-			kept.Write(raw)
-			n++
-		}
-		if t, err := dec.Token(); err != nil || t != json.Delim(']') {
-			return fallback()
-		}
-	}
-	if !seen {
-		return fallback()
-	}
-	kept.WriteString("]}")
-	ivs, err := origin.Decode(kept.Bytes())
-	if err != nil {
-		return fallback()
 	}
 	return needed(ivs), nil
 }

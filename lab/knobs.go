@@ -19,12 +19,42 @@ type Knob struct {
 	// Scaled marks a duration: the profiles write it as on AWS and the
 	// lab's Timing divides it.
 	Scaled bool
-	get    func(o *Options) string
-	set    func(o *Options, v string) error
+	// Flag is the help of the command-line flag named Key that sets the
+	// knob too (repro run's and repro lab up's timing flags); "" for a
+	// knob set with --lab-set only.
+	Flag string
+	get  func(o *Options) string
+	set  func(o *Options, v string) error
+	dur  func(o *Options) *time.Duration
+	num  func(o *Options) *int
+}
+
+// Duration is the field of o a duration knob sets, for binding a flag to
+// it; nil for a knob of another type.
+func (k Knob) Duration(o *Options) *time.Duration {
+	if k.dur == nil {
+		return nil
+	}
+	return k.dur(o)
+}
+
+// Int is the field of o an integer knob sets, for binding a flag to it;
+// nil for a knob of another type.
+func (k Knob) Int(o *Options) *int {
+	if k.num == nil {
+		return nil
+	}
+	return k.num(o)
+}
+
+// withFlag gives a knob the help of its command-line flag.
+func withFlag(k Knob, help string) Knob {
+	k.Flag = help
+	return k
 }
 
 func durKnob(key, doc string, p func(o *Options) *time.Duration) Knob {
-	return Knob{Key: key, Doc: doc, Scaled: true,
+	return Knob{Key: key, Doc: doc, Scaled: true, dur: p,
 		get: func(o *Options) string { return p(o).String() },
 		set: func(o *Options, v string) error {
 			d, err := time.ParseDuration(v)
@@ -37,7 +67,7 @@ func durKnob(key, doc string, p func(o *Options) *time.Duration) Knob {
 }
 
 func intKnob(key, doc string, p func(o *Options) *int) Knob {
-	return Knob{Key: key, Doc: doc,
+	return Knob{Key: key, Doc: doc, num: p,
 		get: func(o *Options) string { return strconv.Itoa(*p(o)) },
 		set: func(o *Options, v string) error {
 			n, err := strconv.Atoi(v)
@@ -63,14 +93,22 @@ func boolKnob(key, doc string, p func(o *Options) *bool) Knob {
 }
 
 var knobs = []Knob{
-	durKnob("shutdown-delay", "kube-apiserver --shutdown-delay-duration", func(o *Options) *time.Duration { return &o.ShutdownDelay }),
-	durKnob("grace-period", "SIGKILL this long after SIGTERM", func(o *Options) *time.Duration { return &o.GracePeriod }),
-	durKnob("min-ready-time", "installer's wait after a node is ready before the next", func(o *Options) *time.Duration { return &o.MinReadyTime }),
-	durKnob("probe-interval", "period of the pods' /readyz readiness probe", func(o *Options) *time.Duration { return &o.ProbeInterval }),
-	durKnob("lb-health-interval", "load balancer health check interval", func(o *Options) *time.Duration { return &o.Health.Interval }),
-	durKnob("lb-health-timeout", "load balancer health check timeout", func(o *Options) *time.Duration { return &o.Health.Timeout }),
-	intKnob("lb-healthy-threshold", "passes in a row that put a target in service", func(o *Options) *int { return &o.Health.HealthyThreshold }),
-	intKnob("lb-unhealthy-threshold", "failures in a row that take a target out", func(o *Options) *int { return &o.Health.UnhealthyThreshold }),
+	withFlag(durKnob("shutdown-delay", "kube-apiserver --shutdown-delay-duration", func(o *Options) *time.Duration { return &o.ShutdownDelay }),
+		"kube-apiserver --shutdown-delay-duration (AWS's 129s, scaled by --lab-timing)"),
+	withFlag(durKnob("grace-period", "SIGKILL this long after SIGTERM", func(o *Options) *time.Duration { return &o.GracePeriod }),
+		"SIGKILL this long after SIGTERM (AWS's 194s, scaled by --lab-timing)"),
+	withFlag(durKnob("min-ready-time", "installer's wait after a node is ready before the next", func(o *Options) *time.Duration { return &o.MinReadyTime }),
+		"wait after a node is ready before rolling the next (OpenShift's 30s, scaled by --lab-timing)"),
+	withFlag(durKnob("probe-interval", "period of the pods' /readyz readiness probe", func(o *Options) *time.Duration { return &o.ProbeInterval }),
+		"period of the pods' /readyz readiness probe (Kubernetes' 10s, scaled by --lab-timing)"),
+	withFlag(durKnob("lb-health-interval", "load balancer health check interval", func(o *Options) *time.Duration { return &o.Health.Interval }),
+		"load balancer health check interval (the installer's 10s, scaled by --lab-timing)"),
+	withFlag(durKnob("lb-health-timeout", "load balancer health check timeout", func(o *Options) *time.Duration { return &o.Health.Timeout }),
+		"load balancer health check timeout (the installer's 10s, scaled by --lab-timing)"),
+	withFlag(intKnob("lb-healthy-threshold", "passes in a row that put a target in service", func(o *Options) *int { return &o.Health.HealthyThreshold }),
+		"passes in a row to mark a target healthy (the installer's 2)"),
+	withFlag(intKnob("lb-unhealthy-threshold", "failures in a row that take a target out", func(o *Options) *int { return &o.Health.UnhealthyThreshold }),
+		"failures in a row to mark a target unhealthy (the installer's 2)"),
 	{Key: "lb-health-check", Doc: "https (GET /readyz, 200 passes) or tcp (a completed connect passes)",
 		get: func(o *Options) string {
 			if o.Health.Protocol == lb.HealthTCP {

@@ -28,15 +28,14 @@ func (l *Lab) startPrometheus(ctx context.Context, bin string) error {
 		api.Targets = append(api.Targets, promserver.Target{Addr: n.addr(), Labels: map[string]string{"node": n.name}})
 	}
 	jobs := []promserver.Job{api, {Name: "etcd", Scheme: "http", Targets: []promserver.Target{{Addr: l.etcdAddr()}}}}
-	byGroup := map[string]int{}
+	// One job for every aggregated replica (Prometheus refuses two jobs of
+	// one name); the group label tells openshift-apiserver from oauth's.
+	agg := admin("aggregated")
 	for _, r := range l.replicas {
-		i, ok := byGroup[r.Group()]
-		if !ok {
-			i = len(jobs)
-			byGroup[r.Group()] = i
-			jobs = append(jobs, admin("aggregated"))
-		}
-		jobs[i].Targets = append(jobs[i].Targets, promserver.Target{Addr: r.Addr(), Labels: map[string]string{"node": r.NodeName(), "group": r.Group()}})
+		agg.Targets = append(agg.Targets, promserver.Target{Addr: r.Addr(), Labels: map[string]string{"node": r.NodeName(), "group": r.Group()}})
+	}
+	if len(agg.Targets) > 0 {
+		jobs = append(jobs, agg)
 	}
 	ps, err := promserver.Start(ctx, promserver.Options{Binary: bin, Dir: filepath.Join(l.dir, "prometheus"), Interval: PrometheusInterval, Jobs: jobs})
 	if err != nil {

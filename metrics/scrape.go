@@ -159,6 +159,10 @@ func (s *Scraper) loop(ctx context.Context, t Target, hc *http.Client, emit func
 	tick := time.NewTicker(s.Interval)
 	defer tick.Stop()
 	st := newState(t.Instance)
+	// A target never scraped successfully (unreachable from here, or no
+	// permission) is said once, not recorded every interval: its failures
+	// tell nothing about the run.
+	succeeded, warned := false, false
 	for {
 		at := time.Now()
 		fams, n, err := scrapeOnce(ctx, hc, strings.TrimSuffix(t.URL, "/")+"/metrics")
@@ -174,11 +178,18 @@ func (s *Scraper) loop(ctx context.Context, t Target, hc *http.Client, emit func
 		}
 		s.mu.Unlock()
 		var sigs []results.Signal
-		if err != nil {
-			// A server that does not answer its /metrics is evidence too.
+		switch {
+		case err != nil && !succeeded:
+			if !warned {
+				warned = true
+				s.Log.Warn("cannot scrape this apiserver's /metrics; its metrics are missing until a scrape succeeds", zap.String("instance", t.Instance), zap.Error(err))
+			}
+		case err != nil:
+			// A server that stopped answering its /metrics is evidence too.
 			sigs = []results.Signal{{Kind: results.SignalScrapeFailed, Source: SourceScrape, Instance: t.Instance, At: at, Value: 1, Message: capMessage(err.Error())}}
 			s.Log.Debug("scrape failed", zap.String("instance", t.Instance), zap.Error(err))
-		} else {
+		default:
+			succeeded = true
 			sigs = st.observe(at, fams)
 		}
 		for _, sg := range sigs {

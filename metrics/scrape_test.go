@@ -166,8 +166,19 @@ func TestScraperTurnsScrapesIntoSignals(t *testing.T) {
 }
 
 func TestScraperRecordsAFailedScrape(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "forbidden: User cannot get path /metrics", http.StatusForbidden)
+		mu.Lock()
+		n++
+		first := n == 1
+		mu.Unlock()
+		if first {
+			// It answered once: its later failures are evidence.
+			promhttp.HandlerFor(newAPIServerMetrics().reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "the server is shutting down", http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
@@ -175,7 +186,12 @@ func TestScraperRecordsAFailedScrape(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var got results.Signal
 	s := &Scraper{Targets: []Target{{Instance: "master-0", URL: srv.URL, ServerName: "example.com"}}, Interval: 20 * time.Millisecond, Config: cfg}
-	if err := s.Run(ctx, func(sg results.Signal) { got = sg; cancel() }); err != nil {
+	if err := s.Run(ctx, func(sg results.Signal) {
+		if sg.Kind == results.SignalScrapeFailed {
+			got = sg
+			cancel()
+		}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if got.Kind != results.SignalScrapeFailed || got.Message == "" {
@@ -197,5 +213,29 @@ func TestQuantileFollowsHistogramQuantile(t *testing.T) {
 	}
 	if _, ok := Quantile(0.99, map[float64]float64{math.Inf(1): 0}); ok {
 		t.Error("an empty histogram gave a quantile")
+	}
+}
+
+func TestScraperSaysOnceThatATargetWasNeverReachable(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "forbidden: User cannot get path /metrics", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}
+	s := &Scraper{Targets: []Target{{Instance: "master-0", URL: srv.URL, ServerName: "example.com"}}, Interval: 20 * time.Millisecond, Config: cfg}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for s.Stats().Scrapes < 3 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	var got []results.Signal
+	if err := s.Run(ctx, func(sg results.Signal) { got = append(got, sg) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 || s.Stats().Failures < 3 {
+		t.Fatalf("signals %+v, stats %+v: want none recorded, every failure counted", got, s.Stats())
 	}
 }

@@ -179,12 +179,20 @@ const MaxFieldBytes = 64 << 10
 // naming the file and the position. Anything but a regular file (a FIFO, a
 // device, a directory) is refused before it is read.
 func ReadFile(path string) ([]Interval, error) {
+	return ReadFileFiltered(path, nil)
+}
+
+// ReadFileFiltered is ReadFile decoding only the items keep accepts: keep
+// sees each item's raw JSON (at most MaxItemBytes) and decides cheaply, so
+// that items a caller does not use (a CI file is mostly pod events and
+// logs) cost no full decode and no memory. A nil keep keeps every item.
+func ReadFileFiltered(path string, keep func(raw []byte) bool) ([]Interval, error) {
 	f, err := results.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	ivs, err := decode(f, func(off int64) (int, int) { return lineColInFile(path, off) })
+	ivs, err := decodeFiltered(f, func(off int64) (int, int) { return lineColInFile(path, off) }, keep)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -199,8 +207,12 @@ func Decode(data []byte) ([]Interval, error) {
 }
 
 func decode(r io.Reader, pos func(off int64) (line, col int)) ([]Interval, error) {
+	return decodeFiltered(r, pos, nil)
+}
+
+func decodeFiltered(r io.Reader, pos func(off int64) (line, col int), keep func([]byte) bool) ([]Interval, error) {
 	br := &budgetReader{r: r, left: MaxItemBytes}
-	d := &decoder{br: br, dec: json.NewDecoder(br), pos: pos}
+	d := &decoder{br: br, dec: json.NewDecoder(br), pos: pos, item: -1, keep: keep}
 	ivs, err := d.file()
 	if err != nil {
 		var se *SyntaxError
@@ -284,6 +296,28 @@ type decoder struct {
 	// itemOff is where it starts.
 	item    int
 	itemOff int64
+	// keep, when set, sees each item's raw JSON first; only the items
+	// it accepts are decoded.
+	keep func([]byte) bool
+}
+
+// filteredItem reads item n whole (within the item budget) and decodes it
+// only if d.keep accepts it.
+func (d *decoder) filteredItem(n int) (Interval, bool, error) {
+	var raw json.RawMessage
+	if err := d.dec.Decode(&raw); err != nil {
+		return Interval{}, false, d.errorf("%v", err)
+	}
+	if !d.keep(raw) {
+		return Interval{}, false, nil
+	}
+	start := d.dec.InputOffset() - int64(len(raw))
+	sub := &decoder{br: &budgetReader{r: bytes.NewReader(raw), left: MaxItemBytes + 1}, item: n,
+		pos: func(off int64) (int, int) { return d.pos(start + off) }}
+	sub.dec = json.NewDecoder(sub.br)
+	sub.itemOff = 0
+	iv, err := sub.decodeItem()
+	return iv, err == nil, err
 }
 
 // errorf returns a SyntaxError at the decoder's current offset, or, when
@@ -376,6 +410,16 @@ func (d *decoder) file() ([]Interval, error) {
 		for n := 0; d.dec.More(); n++ {
 			d.br.renew()
 			d.item, d.itemOff = n, d.dec.InputOffset()
+			if d.keep != nil {
+				iv, ok, err := d.filteredItem(n)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					out = append(out, iv)
+				}
+				continue
+			}
 			iv, err := d.decodeItem()
 			if err != nil {
 				return nil, err
@@ -417,6 +461,7 @@ func (d *decoder) decodeItem() (Interval, error) {
 	if err := d.delim('{'); err != nil {
 		return iv, err
 	}
+	d.itemOff = d.dec.InputOffset() - 1 // the item's '{', for errors about the whole item
 	var oldLoc, oldMsg string
 	var loc, tmpLoc *Locator
 	var msg, tmpMsg *Message

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/repro-tools/repro/results"
 )
 
 // Backend is one API endpoint polled by a pair of pollers.
@@ -14,24 +16,27 @@ type Backend struct {
 	Path string
 }
 
-// KnownBackends are origin's API server disruption backends
-// (pkg/monitortests/kubeapiserver/disruptionlegacyapiservers). The cache-*
-// variants ask for resourceVersion=0 so the apiserver answers from its watch
-// cache without a quorum read from etcd.
-var KnownBackends = []Backend{
-	{Name: "kube-api", Path: "/api/v1/namespaces/default"},
-	{Name: "openshift-api", Path: "/apis/image.openshift.io/v1/namespaces/default/imagestreams"},
-	{Name: "oauth-api", Path: "/apis/oauth.openshift.io/v1/oauthclients"},
-	{Name: "cache-kube-api", Path: "/api/v1/namespaces/default?resourceVersion=0"},
-	{Name: "cache-openshift-api", Path: "/apis/image.openshift.io/v1/namespaces/default/imagestreams?resourceVersion=0"},
-	{Name: "cache-oauth-api", Path: "/apis/oauth.openshift.io/v1/oauthclients?resourceVersion=0"},
-}
+// KnownBackends are the backends the prober can poll: results'
+// PolledBackends, the one description of origin's API server disruption
+// backends that the report, diagnose and import read too.
+var KnownBackends = pollable(results.PolledBackends)
 
 // DefaultBackendNames are the backends polled when none are chosen: all of
 // origin's API backends, cache-* variants included, as origin's sampler
 // polls them (test/extended/util/disruption/controlplane/known_backends.go).
 // "Quorum reads fail while cache reads answer" points at storage.
-var DefaultBackendNames = []string{"kube-api", "openshift-api", "oauth-api", "cache-kube-api", "cache-openshift-api", "cache-oauth-api"}
+var DefaultBackendNames = results.BackendNames(results.PolledBackends)
+
+// pollable keeps the descriptors that have a path to poll.
+func pollable(ds []results.BackendDescriptor) []Backend {
+	var out []Backend
+	for _, d := range ds {
+		if d.Path != "" {
+			out = append(out, Backend{Name: d.Name, Path: d.Path})
+		}
+	}
+	return out
+}
 
 // BackendNames returns the names of all known backends, sorted.
 func BackendNames() []string {

@@ -97,6 +97,10 @@ func ParseThreshold(s string) (Threshold, error) {
 		switch {
 		case part == "":
 			return t, fmt.Errorf("threshold %q: empty part; use e.g. 1s,20%%", s)
+		case strings.HasPrefix(part, "-"):
+			return t, fmt.Errorf("threshold %q: %q is negative; each part must be positive or zero, e.g. 1s,20%%", s, part)
+		case strings.Count(part, "%") > 0 && seenRel, !strings.HasSuffix(part, "%") && seenAbs:
+			return t, fmt.Errorf("threshold %q: give at most one duration and one percentage, e.g. 1s,20%%", s)
 		case strings.HasSuffix(part, "%"):
 			v, err := strconv.ParseFloat(strings.TrimSuffix(part, "%"), 64)
 			if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) || seenRel {

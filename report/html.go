@@ -43,6 +43,11 @@ func htmlRun(d *folderData, label string, ps []Placement) (*htmlreport.Run, erro
 		in.ServedBy = sb.Target
 	}
 	in.Verdict = a.Attribution.ByAuditID()
+	sigs, _, err := results.ReadSignals(f.Path(results.SignalsFile))
+	if err != nil {
+		return nil, err
+	}
+	in.Signals = sigs
 	for _, p := range a.Pollers {
 		classes := map[string]int64{}
 		for c, n := range p.Classes {

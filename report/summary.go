@@ -74,7 +74,7 @@ func WriteSummary(w io.Writer, a *Analysis, run *results.Run) error {
 			notes = append(notes, fmt.Sprintf("%s: %s of DNS failures, a sampler outage, not counted as disruption", p.Name, formatMs(p.SamplerOutage)))
 		}
 		if p.Aborted > 0 {
-			notes = append(notes, fmt.Sprintf("%s: %d request(s) unanswered at stop (the run was interrupted), the oldest sent at %s, the longest wait %s; not counted as disruption, as none had waited longer than the header timeout",
+			notes = append(notes, fmt.Sprintf("%s: %d request(s) unanswered when the run stopped, the oldest sent at %s, the longest wait %s; not counted as disruption, as none had waited longer than the header timeout",
 				p.Name, p.Aborted, p.AbortedSince.Format("15:04:05.000"), formatMs(p.AbortedLongest)))
 		}
 		if p.Samples == 0 {

@@ -69,6 +69,15 @@ var PolledBackends = []BackendDescriptor{
 	{Name: "cache-oauth-api", Path: "/apis/oauth.openshift.io/v1/oauthclients?resourceVersion=0", Kind: KindAPIServer, Cache: true, Aggregated: true, Group: "oauth.openshift.io"},
 }
 
+// BackendNames returns the descriptors' names, in their order.
+func BackendNames(ds []BackendDescriptor) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Name
+	}
+	return out
+}
+
 // DescribeBackend returns the descriptor of a backend name: a polled backend's
 // own, or for a name repro only imports (origin's other disruption backends),
 // one worked out from origin's naming. ok is false for a name that matched no

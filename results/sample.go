@@ -433,14 +433,10 @@ func SamplerName(backend string, http2 bool, vantage, target string, conn Connec
 	return backend + "-" + proto + "-" + lbType + "-" + string(conn) + "-connections"
 }
 
-// BackendOrder lists origin's API backend names
-// (openshift/origin pkg/monitortests/kubeapiserver/disruptionlegacyapiservers)
-// in the order reports show them. Decoding interns these names, so a
-// million samples share a handful of strings.
-var BackendOrder = []string{
-	"kube-api", "openshift-api", "oauth-api",
-	"cache-kube-api", "cache-openshift-api", "cache-oauth-api",
-}
+// BackendOrder lists the names of the PolledBackends in the order reports
+// show them. Decoding interns these names, so a million samples share a
+// handful of strings.
+var BackendOrder = BackendNames(PolledBackends)
 
 // BackendRank is a backend's place in BackendOrder; unknown names sort last.
 func BackendRank(name string) int {

@@ -126,24 +126,42 @@ func (f *Folder) CloseSignals() error {
 	return err
 }
 
+// ForEachSignal calls fn for every signal of a SignalsFile in file order:
+// the one reader of the schema, which diagnose, the report and the CI
+// importer all go through. A line that is not a Signal is an error naming
+// the file and line (a truncated last line, a crash mid-write, is skipped).
+func ForEachSignal(path string, fn func(Signal) error) (ReadStats, error) {
+	var cbErr error
+	st, err := ReadJSONL(path, func(line []byte) error {
+		var s Signal
+		if err := json.Unmarshal(line, &s); err != nil {
+			return err
+		}
+		if err := fn(s); err != nil {
+			cbErr = err
+			return err
+		}
+		return nil
+	})
+	if cbErr != nil {
+		return st, cbErr
+	}
+	return st, err
+}
+
 // MaxSignals bounds what ReadSignals keeps of one file.
 const MaxSignals = 4 << 20
 
-// ReadSignals reads a SignalsFile: every signal in file order, at most
-// MaxSignals (the stats say when more were left). A missing file is no
-// signals and no error. It is the one reader of the schema: diagnose, the
-// report and the CI importer all go through it.
+// ReadSignals reads a SignalsFile whole (ForEachSignal): every signal in
+// file order, at most MaxSignals (Dropped says how many more there were). A
+// missing file is no signals and no error.
 func ReadSignals(path string) ([]Signal, ReadStats, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, ReadStats{}, nil
 	}
 	var out []Signal
 	var dropped int64
-	st, err := ReadJSONL(path, func(line []byte) error {
-		var s Signal
-		if err := json.Unmarshal(line, &s); err != nil {
-			return err
-		}
+	st, err := ForEachSignal(path, func(s Signal) error {
 		if len(out) >= MaxSignals {
 			dropped++
 			return nil

@@ -314,7 +314,7 @@ func (p *prepared) preview() string {
 		auth += " from " + c.String()
 	}
 	fmt.Fprintf(&b, "  auth:           %s\n", auth)
-	if s.Target.Config.Insecure {
+	if s.Target.Config != nil && s.Target.Config.Insecure {
 		fmt.Fprintf(&b, "  TLS:            the server's certificate is NOT verified (insecure-skip-tls-verify)\n")
 	}
 	if p.run.Proxy != "" {

@@ -192,20 +192,23 @@ func Describe(ctx context.Context, c *Clients) (ClusterInfo, error) {
 // in one line what to do when the server cannot be reached.
 func serverVersion(ctx context.Context, c *Clients, info *ClusterInfo) error {
 	var host string
-	err := checkCall(ctx, func(ctx context.Context) error {
-		rc := c.Kube.Discovery().RESTClient()
+	rc := c.Kube.Discovery().RESTClient()
+	fake := rc == nil || reflect.ValueOf(rc).IsNil()
+	if !fake {
+		if u := rc.Get().AbsPath("/version").URL(); u != nil {
+			host = u.Scheme + "://" + u.Host
+		}
+	}
+	plainHTTP := strings.HasPrefix(host, "http://")
+	call := func(ctx context.Context) error {
 		var v *version.Info
 		var err error
-		if rc == nil || reflect.ValueOf(rc).IsNil() {
+		if fake {
 			// Fake clientsets have no REST client and no network.
 			v, err = c.Kube.Discovery().ServerVersion()
 		} else {
-			req := rc.Get().AbsPath("/version")
-			if u := req.URL(); u != nil {
-				host = u.Scheme + "://" + u.Host
-			}
 			var raw []byte
-			if raw, err = req.Do(ctx).Raw(); err == nil {
+			if raw, err = rc.Get().AbsPath("/version").Do(ctx).Raw(); err == nil {
 				v = &version.Info{}
 				if err = json.Unmarshal(raw, v); err != nil {
 					err = fmt.Errorf("/version did not answer a Kubernetes version: %v", err)
@@ -215,17 +218,32 @@ func serverVersion(ctx context.Context, c *Clients, info *ClusterInfo) error {
 		if err == nil {
 			info.ServerVersion = v.GitVersion
 		}
+		if plainHTTP && err != nil {
+			// A TLS server answers plain HTTP with a 400 that reads as a
+			// server error: say so at once instead of retrying it.
+			return backoffStop{err}
+		}
 		return err
-	})
+	}
+	err := checkCall(ctx, call)
+	var stop backoffStop
+	if errors.As(err, &stop) {
+		err = stop.err
+	}
 	switch {
 	case err == nil:
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case strings.HasPrefix(host, "http://"):
+	case plainHTTP:
 		return fmt.Errorf("cannot reach the cluster's API at %s over plain HTTP: %v (API servers speak TLS: use --server https://...)", host, err)
 	case errors.Is(err, ErrNoAnswer):
 		return fmt.Errorf("the cluster's API accepted the connection and did not answer: %v (check that the server is up and is an API server)", err)
 	}
 	return fmt.Errorf("cannot reach the cluster's API: %v (check the kubeconfig and that the server is up)", err)
 }
+
+// backoffStop carries an error that must not be retried.
+type backoffStop struct{ err error }
+
+func (b backoffStop) Error() string { return b.err.Error() }

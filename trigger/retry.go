@@ -58,7 +58,7 @@ func retryTransient(ctx context.Context, fn func(context.Context) error) error {
 }
 
 // checkCall is retryTransient for the checks before a run: a call that meets
-// its CallTimeout is not retried, so a server that never answers is named
+// its CallTimeout, or whose dial or TLS handshake timed out, is not retried, so a server that never answers is named
 // within one CallTimeout rather than after ten.
 func checkCall(ctx context.Context, fn func(context.Context) error) error {
 	return retry(ctx, false, fn)
@@ -80,6 +80,12 @@ func retry(ctx context.Context, retryTimeouts bool, fn func(context.Context) err
 				return false, last
 			}
 			return false, nil
+		}
+		var ne net.Error
+		if !retryTimeouts && errors.As(last, &ne) && ne.Timeout() {
+			// A TLS handshake or dial that timed out: the server is not
+			// answering, which a retry ten times over would only hide.
+			return false, fmt.Errorf("%w: %v", ErrNoAnswer, last)
 		}
 		if isTransient(last) {
 			return false, nil

@@ -76,6 +76,7 @@ Needs get on nodes/proxy and list on nodes (see "repro rbac").`,
 	}
 	cmd.Flags().DurationVar(&timeout, "server-request-timeout", attribute.DefaultRequestTimeout,
 		"the apiservers' --request-timeout: how long after the client gave up a stalled request may still be logged")
+	o.bindClusterFlags(cmd)
 	return cmd
 }
 

@@ -52,10 +52,11 @@ func newLabBuildCmd(o *rootOptions) *cobra.Command {
 	var versions []string
 	cmd := &cobra.Command{
 		Use:   "build",
-		Short: "Build and cache the lab's kube-apiserver, etcd and aggregated API server now instead of on first use",
+		Short: "Build and cache the lab's kube-apiserver, etcd, Prometheus and aggregated API server now instead of on first use",
 		Long: `Builds kube-apiserver ` + binaries.KubeAPIServer.Version + ` and etcd ` + binaries.Etcd.Version + ` from the Go
 module proxy, and the lab's aggregated API server (openshift-apiserver's and
-oauth-apiserver's stand-in, on k8s.io/apiserver ` + aggregated.Spec.Version + `), into the user cache
+oauth-apiserver's stand-in, on k8s.io/apiserver ` + aggregated.Spec.Version + `), and ` + binaries.Prometheus.Release + `
+(the lab's monitoring, for a run's server metrics), into the user cache
 (about 6 minutes cold on 2 cores, once), so later lab starts take seconds.
 --lab-kube-version builds other kube-apiserver releases too (repro lab
 versions lists them). Needs a Go toolchain on PATH.`,
@@ -128,19 +129,6 @@ type labFlags struct {
 	cmd     *cobra.Command
 }
 
-// timingFlags are the lab's duration flags that follow --lab-timing.
-var timingFlags = []struct {
-	name  string
-	field func(o *lab.Options) *time.Duration
-}{
-	{"shutdown-delay", func(o *lab.Options) *time.Duration { return &o.ShutdownDelay }},
-	{"grace-period", func(o *lab.Options) *time.Duration { return &o.GracePeriod }},
-	{"min-ready-time", func(o *lab.Options) *time.Duration { return &o.MinReadyTime }},
-	{"lb-health-interval", func(o *lab.Options) *time.Duration { return &o.Health.Interval }},
-	{"lb-health-timeout", func(o *lab.Options) *time.Duration { return &o.Health.Timeout }},
-	{"probe-interval", func(o *lab.Options) *time.Duration { return &o.ProbeInterval }},
-}
-
 // options resolves the time scale, the profile, explicit flags and
 // --lab-set into the lab's options; its errors are one line naming the
 // valid timings, profiles or keys.
@@ -152,9 +140,11 @@ func (f *labFlags) options() (lab.Options, error) {
 	}
 	o.Timing = t
 	base := lab.OptionsFor(t)
-	for _, tf := range timingFlags {
-		if f.cmd == nil || !f.cmd.Flags().Changed(tf.name) {
-			*tf.field(&o) = *tf.field(&base)
+	// The timing flags (the scaled knobs that have a flag) follow
+	// --lab-timing unless given.
+	for _, k := range lab.Knobs() {
+		if p := k.Duration(&o); p != nil && k.Flag != "" && k.Scaled && (f.cmd == nil || !f.cmd.Flags().Changed(k.Key)) {
+			*p = *k.Duration(&base)
 		}
 	}
 	if f.profile != "" {
@@ -270,14 +260,18 @@ func (f *labFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&f.opts.Listen, "listen", d.Listen, "load balancer address; a fixed port must be free")
 	fl.StringVar(&f.lb, "lab-lb", lab.LBAuto, "the lab's load balancer: kernel (pass-through like an NLB: nftables DNAT in a network namespace repro makes), proxy (a Go TCP proxy), or auto (kernel where a namespace can be made, else proxy)")
 	fl.IntVar(&f.opts.Nodes, "nodes", d.Nodes, "number of control-plane nodes")
-	fl.DurationVar(&f.opts.ShutdownDelay, "shutdown-delay", d.ShutdownDelay, "kube-apiserver --shutdown-delay-duration (AWS's 129s, scaled by --lab-timing)")
-	fl.DurationVar(&f.opts.GracePeriod, "grace-period", d.GracePeriod, "SIGKILL this long after SIGTERM (AWS's 194s, scaled by --lab-timing)")
-	fl.DurationVar(&f.opts.MinReadyTime, "min-ready-time", d.MinReadyTime, "wait after a node is ready before rolling the next (OpenShift's 30s, scaled by --lab-timing)")
-	fl.DurationVar(&f.opts.Health.Interval, "lb-health-interval", d.Health.Interval, "load balancer health check interval (the installer's 10s, scaled by --lab-timing)")
-	fl.DurationVar(&f.opts.Health.Timeout, "lb-health-timeout", d.Health.Timeout, "load balancer health check timeout (the installer's 10s, scaled by --lab-timing)")
-	fl.IntVar(&f.opts.Health.HealthyThreshold, "lb-healthy-threshold", d.Health.HealthyThreshold, "passes in a row to mark a target healthy (the installer's 2)")
-	fl.IntVar(&f.opts.Health.UnhealthyThreshold, "lb-unhealthy-threshold", d.Health.UnhealthyThreshold, "failures in a row to mark a target unhealthy (the installer's 2)")
-	fl.DurationVar(&f.opts.ProbeInterval, "probe-interval", d.ProbeInterval, "period of the pods' /readyz readiness probe (Kubernetes' 10s, scaled by --lab-timing)")
+	// The knobs that have a flag (the timings and the health-check
+	// thresholds), from the knob table, defaulting to the fast scale.
+	for _, k := range lab.Knobs() {
+		if k.Flag == "" {
+			continue
+		}
+		if p := k.Duration(&f.opts); p != nil {
+			fl.DurationVar(p, k.Key, *p, k.Flag)
+		} else if p := k.Int(&f.opts); p != nil {
+			fl.IntVar(p, k.Key, *p, k.Flag)
+		}
+	}
 	fl.DurationVar(&f.opts.StartTimeout, "start-timeout", d.StartTimeout, "limit for one apiserver to become ready")
 	fl.StringVar(&f.opts.Dir, "dir", "", "keep the lab's files (PKI, etcd data, apiserver logs) here instead of a temporary dir removed at exit")
 	fl.StringVar(&f.opts.ConnRecords, "lb-records", "", "stream the load balancer's connection records to this JSON-lines file")

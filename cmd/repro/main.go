@@ -84,7 +84,10 @@ func interruptContext() (context.Context, context.CancelFunc) {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
-		fmt.Fprintln(os.Stderr, "\nrepro: interrupted, stopping and writing partial results (press Ctrl-C again to exit at once)")
+		// Cancelling ctx stops whatever the command waits on: every call
+		// to a server takes ctx (trigger.CallTimeout bounds each one), so
+		// the clean stop starts now, not when a call returns.
+		fmt.Fprintln(os.Stderr, "\nrepro: interrupted, stopping cleanly and keeping what was measured (press Ctrl-C again to exit at once)")
 		cancel()
 		<-sigs
 		fmt.Fprintln(os.Stderr, "repro: second interrupt, exiting now")

@@ -47,6 +47,7 @@ Backends: ` + strings.Join(prober.BackendNames(), ", ") + `.`,
 	f.DurationVar(&po.duration, "duration", 0, "how long to poll (required), e.g. 10m")
 	po.polling.bind(f)
 	f.StringVar(&po.out, "out", "", "results folder (default ./repro-results/<UTC timestamp>-probe)")
+	o.bindClusterFlags(cmd)
 	return cmd
 }
 

@@ -11,8 +11,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 )
 
-// rootOptions holds the flags every command shares: kubeconfig flags the way
-// oc and kubectl take them, and logging.
+// rootOptions holds the flags the commands share: kubeconfig flags the way
+// oc and kubectl take them (bound only on the commands that talk to a
+// cluster, bindClusterFlags), and logging.
 type rootOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	logLevel    string
@@ -39,12 +40,19 @@ func newRootCmd() *cobra.Command {
 			return o.checkClusterFlags(cmd)
 		},
 	}
-	o.configFlags.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	for _, sub := range subcommands {
 		cmd.AddCommand(sub(o))
 	}
 	return cmd
+}
+
+// bindClusterFlags adds the kubeconfig flags (--kubeconfig, --context,
+// --server, --token, ...) to a command that talks to a cluster. The offline
+// commands (report, compare, diagnose, import) read folders only, so their
+// help does not offer flags they would ignore.
+func (o *rootOptions) bindClusterFlags(cmd *cobra.Command) {
+	o.configFlags.AddFlags(cmd.Flags())
 }
 
 // logger returns the command's logger; before flags are parsed it is a no-op.

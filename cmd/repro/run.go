@@ -164,6 +164,7 @@ Exit codes: 0 done within limits, 3 disruption over --max-disruption,
 	// A run keeps the load balancer's records in its results folder.
 	_ = cmd.Flags().MarkHidden("lb-records")
 	_ = cmd.MarkFlagRequired("scenario")
+	o.bindClusterFlags(cmd)
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package promserver
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/repro-tools/repro/lab/binaries"
+	"github.com/repro-tools/repro/lab/pki"
 	"github.com/repro-tools/repro/metrics"
 	"github.com/repro-tools/repro/results"
 )
@@ -35,8 +37,9 @@ func TestConfigNamesEveryTargetWithItsTLS(t *testing.T) {
 }
 
 // TestRealPrometheusScrapesAndTheQuerierReadsIt starts the Prometheus the
-// lab builds against a real /metrics (client_golang's own handler) and
-// reads the series back through metrics.Querier, the code that reads a
+// lab builds against a real /metrics (client_golang's own handler, served
+// over the lab's TLS to its admin client certificate) and reads the series
+// back through metrics.Querier, the code that reads a
 // cluster's thanos-querier. The binary is built on first use (repro lab
 // build builds it up front).
 func TestRealPrometheusScrapesAndTheQuerierReadsIt(t *testing.T) {
@@ -70,12 +73,26 @@ func TestRealPrometheusScrapesAndTheQuerierReadsIt(t *testing.T) {
 			}
 		}
 	}()
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// Served as the lab's apiservers serve: its serving certificate, and
+	// only to a client certificate of its CA (the lab's admin), which is
+	// what the lab's Prometheus presents.
+	bundle, err := pki.Generate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := tls.LoadX509KeyPair(bundle.ServingCert, bundle.ServingKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{serving}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: bundle.CAPool}
+	srv.StartTLS()
 	defer srv.Close()
-	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
 
 	ps, err := Start(ctx, Options{Binary: bin, Dir: t.TempDir(), Interval: time.Second, Jobs: []Job{
-		{Name: "apiserver", Targets: []Target{{Addr: net.JoinHostPort(host, port), Labels: map[string]string{"node": "master-1"}}}},
+		{Name: "apiserver", Scheme: "https", CAFile: bundle.CACert, CertFile: bundle.AdminCert, KeyFile: bundle.AdminKey,
+			Targets: []Target{{Addr: net.JoinHostPort(host, port), Labels: map[string]string{"node": "master-1"}}}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +119,7 @@ func TestRealPrometheusScrapesAndTheQuerierReadsIt(t *testing.T) {
 			break
 		}
 	}
+	t.Logf("%d signals; cost %+v", len(sigs), cost)
 	if cost.Queries != len(metrics.LabQueries()) || cost.Bytes == 0 {
 		t.Errorf("cost %+v: want every query counted with its bytes", cost)
 	}

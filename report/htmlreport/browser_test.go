@@ -18,6 +18,7 @@ import (
 	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/report/htmlreport"
+	"github.com/repro-tools/repro/results"
 )
 
 const chromiumBin = "/usr/bin/chromium"
@@ -442,4 +443,48 @@ func TestBrowserProbeFolder(t *testing.T) {
 	if d["lanes"] != "6" || d["bars"] != "3" || d["node-lanes"] != "0" {
 		t.Errorf("drawn %v", d)
 	}
+}
+
+// TestBrowserMetricLanes draws a run's signals.jsonl under its lanes: one
+// lane per kind, one line per apiserver.
+func TestBrowserMetricLanes(t *testing.T) {
+	bin := needBrowser(t)
+	dir := t.TempDir()
+	start := synthetic(t, dir, 2*time.Minute, nil)
+	f, err := results.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.SignalWriter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := 0; s < 120; s++ {
+		for _, n := range []string{"master-0", "master-1", "master-2"} {
+			v := 0.02
+			if n == "master-1" && s > 60 && s < 70 {
+				v = 4
+			}
+			at := start.Add(time.Duration(s) * time.Second)
+			if err := w.Write(results.Signal{Kind: results.SignalEtcdRequestLatency, Source: "scrape", Instance: n, At: at, Value: v}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Write(results.Signal{Kind: results.SignalAPIServerLatency, Source: "scrape", Instance: n, At: at, Value: v, Labels: map[string]string{"verb": "GET"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := f.CloseSignals(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := report.Rebuild(dir); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, report.HTMLFile)
+	d := drawn(t, mustDOM(t, bin, file, ""))
+	lanes := strings.Split(d["metric-lanes"], "|")
+	if len(lanes) != 2 || !strings.Contains(lanes[0], ":3:360") || !strings.Contains(lanes[1], ":3:360") {
+		t.Errorf("metric lanes drawn %q, want apiserver and etcd latency, 3 series of 120 points each", d["metric-lanes"])
+	}
+	chromium(t, bin, file, "", "--screenshot="+filepath.Join(artifacts(t), "synthetic-metrics.png"))
 }

@@ -40,6 +40,9 @@ type Run struct {
 	Verdict func(auditID string) string
 	// TruncatedLast says samples.jsonl ended in a cut-off line.
 	TruncatedLast bool
+	// Signals are the servers' own metrics (signals.jsonl), drawn under
+	// the lanes; nil without.
+	Signals []results.Signal
 	// Sections are preformatted text sections shown below the gaps (the
 	// diagnosis); only a single run's page shows them.
 	Sections []Section
@@ -130,6 +133,8 @@ type RunData struct {
 	Marks   []Mark   `json:"marks"`
 	Errors  []string `json:"errors"`
 	Notes   []string `json:"notes,omitempty"`
+	// Metrics are the server-side lanes (metrics.go).
+	Metrics []MetricLane `json:"metrics,omitempty"`
 }
 
 // KV is one line of the run's description.
@@ -420,6 +425,7 @@ func BuildRun(in *Run, classes []string, t0 time.Time) (*RunData, error) {
 		out.Notes = append(out.Notes, "the last line of samples.jsonl was cut short and skipped")
 	}
 	out.Info = describe(in)
+	out.Metrics = metricLanes(in.Signals, zero)
 
 	barsOf := map[string][]Bar{}
 	for _, iv := range in.Intervals {

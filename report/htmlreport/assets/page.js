@@ -182,6 +182,8 @@
       for (const l of r.lanes) { rows.push({ kind: "lane", run: r, lane: l, y, h: 32 }); y += 32; }
       if (r.nodes.length) { rows.push({ kind: "sep", run: r, y, h: 6, label: "" }); y += 6; }
       for (const n of r.nodes) { rows.push({ kind: "node", run: r, node: n, y, h: 32 }); y += 32; }
+      if ((r.metrics || []).length) { rows.push({ kind: "sep", run: r, y, h: 6, label: "" }); y += 6; }
+      for (const m of r.metrics || []) { rows.push({ kind: "metric", run: r, metric: m, y, h: 64 }); y += 64; }
       r._top = top; r._bottom = y;
       y += 8;
     }
@@ -279,6 +281,7 @@
       else if (row.kind === "node") drawNode(row, rec);
       else if (row.kind === "title") { ctx.fillStyle = "#1d232a"; ctx.font = "600 12px system-ui, sans-serif"; ctx.fillText(row.label, 8, row.y + row.h / 2 + 2); }
       else if (row.kind === "lat") drawLatency(row, rec);
+      else if (row.kind === "metric") drawMetric(row, rec);
       ctx.restore();
     }
     // trigger and completion lines across each run
@@ -467,6 +470,50 @@
     }
     rec.nodes.push({ node: n.node, run: row.run.label, spans: n.spans.map((s) => s.phase).join(","), events: n.events.length });
   }
+  // A server-side metric (signals.jsonl): one line per instance, linear
+  // from 0 to the highest value of the run.
+  const METRIC_COLORS = ["#1f6fb2", "#d9822b", "#2e9d5b", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d"];
+  function fmtMetric(v, unit) {
+    if (unit === "s") return v < 1 ? (v * 1000).toPrecision(3) + " ms" : v.toPrecision(3) + " s";
+    if (unit === "ratio") return (v * 100).toFixed(0) + "%";
+    return (v < 10 ? v.toPrecision(2) : v.toFixed(0)) + (unit ? " " + unit : "");
+  }
+  function drawMetric(row, rec) {
+    const m = row.metric;
+    if (row.max === undefined) {
+      row.max = 0;
+      for (const s of m.series) for (const v of s.v) if (v > row.max) row.max = v;
+      if (!(row.max > 0)) row.max = 1;
+    }
+    ctx.fillStyle = "#1d232a"; ctx.font = "11px system-ui, sans-serif";
+    ctx.fillText(m.title, 8, row.y + 9);
+    let lx = 8;
+    m.series.forEach((s, i) => {
+      ctx.fillStyle = METRIC_COLORS[i % METRIC_COLORS.length]; ctx.fillRect(lx, row.y + 20, 8, 8);
+      ctx.fillStyle = "#5b6570"; ctx.fillText(s.instance, lx + 11, row.y + 24);
+      lx += 16 + ctx.measureText(s.instance).width;
+      if (lx > GUTTER - 40) lx = 8;
+    });
+    ctx.textAlign = "right"; ctx.fillStyle = "#5b6570";
+    ctx.fillText(fmtMetric(row.max, m.unit), GUTTER - 4, row.y + 40);
+    ctx.textAlign = "left";
+    ctx.strokeStyle = "#d8dde3"; ctx.strokeRect(GUTTER + 0.5, row.y + 2.5, plotW(), row.h - 5);
+    clipPlot(row);
+    const base = row.y + row.h - 4, hgt = row.h - 10;
+    let n = 0;
+    m.series.forEach((s, i) => {
+      ctx.strokeStyle = METRIC_COLORS[i % METRIC_COLORS.length]; ctx.fillStyle = ctx.strokeStyle; ctx.lineWidth = 1.25;
+      ctx.beginPath();
+      for (let k = 0; k < s.t.length; k++) {
+        const x = X(s.t[k]), y = base - s.v[k] / row.max * hgt;
+        if (k === 0) ctx.moveTo(x, y); else ctx.lineTo(x, y);
+        n++;
+      }
+      ctx.stroke();
+      if (s.t.length === 1) ctx.fillRect(X(s.t[0]) - 2, base - s.v[0] / row.max * hgt - 2, 4, 4);
+    });
+    (rec.metrics = rec.metrics || []).push({ title: m.title, run: row.run.label, series: m.series.length, points: n });
+  }
   function latY(row, ms) {
     const lo = Math.log10(0.5), hi = Math.log10(row.max);
     const v = Math.log10(Math.max(0.5, ms));
@@ -541,6 +588,7 @@
     d.dataset.nodeNames = rec.nodes.map((n) => n.node + ":" + n.spans).join("|");
     d.dataset.nodeEvents = rec.marks;
     d.dataset.latencyPlots = rec.lat.length;
+    d.dataset.metricLanes = (rec.metrics || []).map((m) => m.title + ":" + m.series + ":" + m.points).join("|");
     d.dataset.points = rec.points;
     d.dataset.decodeMs = Math.round(decoded - started);
     d.dataset.drawMs = rec.drawMs.toFixed(1);
