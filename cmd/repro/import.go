@@ -38,7 +38,9 @@ type importOptions struct {
 	pattern string
 
 	// CI runs.
-	job, bucket        string
+	jobs               []string
+	bucket             string
+	compareBy          string
 	since, until       string
 	limit              int
 	offline            bool
@@ -117,7 +119,7 @@ Exit codes: 0 everything was read; 1 nothing could be (bad input);
 file, a 404, truncated JSON, no timeline), one line each on stderr, and
 the rest were.`,
 		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 && io.job == "" {
+			if len(args) == 0 && len(io.jobs) == 0 {
 				return errors.New("import needs prow URLs, gs:// URIs, interval files or folders holding them (e2e-timelines_spyglass_*.json), or --job NAME --since DATE")
 			}
 			return nil
@@ -137,17 +139,34 @@ the rest were.`,
 			}
 			in := importInputs{Paths: local}
 			var fetchFailed int
-			if len(req.Refs) > 0 || req.Job != "" {
-				res, cl, err := io.gather(cmd, req)
+			// One gather per job (the named runs with the first).
+			jobs := io.jobs
+			if len(jobs) == 0 {
+				jobs = []string{""}
+			}
+			in.Clean = map[string]bool{}
+			for i, job := range jobs {
+				r := req
+				r.Job = job
+				if i > 0 {
+					r.Refs = nil
+				}
+				if len(r.Refs) == 0 && r.Job == "" {
+					continue
+				}
+				res, cl, err := io.gather(cmd, r)
 				if err != nil {
 					return err
 				}
-				fetchFailed = len(res.Failures)
-				in.Runs, in.Clean = res.Runs, res.Clean
+				fetchFailed += len(res.Failures)
+				in.Runs = append(in.Runs, res.Runs...)
+				for d := range res.Clean {
+					in.Clean[d] = true
+				}
 				if io.audit {
 					printAttribution(cmd, io, res.Runs)
 				}
-				evictCache(cmd, cl, res.Runs)
+				evictCache(cmd, cl, in.Runs)
 			}
 			imported, bad, err := importRuns(cmd, io, in)
 			if err != nil {
@@ -166,7 +185,8 @@ the rest were.`,
 	f.StringVar(&io.out, "out", "", "write a results folder (one per run under it for several runs)")
 	f.BoolVar(&io.json, "json", false, "print the placements as JSON")
 	f.StringVar(&io.pattern, "pattern", "", "with --out: keep only this pattern's disruption (apiserver-rollout, node-update, other)")
-	f.StringVar(&io.job, "job", "", "read this prow job's history (with --since)")
+	f.StringArrayVar(&io.jobs, "job", nil, "read this prow job's history (with --since); repeat for several jobs")
+	f.StringVar(&io.compareBy, "compare-by", "", "CI runs: compare two sets per pattern and backend: job (two --job), date=2006-01-02 (before against from), version=4.16,4.17 (upgraded to)")
 	f.StringVar(&io.bucket, "bucket", ci.BucketTestPlatformResult, "bucket holding --job's runs")
 	f.StringVar(&io.since, "since", "", "with --job: runs started at or after this date (2006-01-02 or RFC 3339)")
 	f.StringVar(&io.until, "until", "", "with --job: runs started before this date (default: now)")
@@ -190,7 +210,10 @@ the rest were.`,
 // request sorts the arguments into CI runs and local paths and checks the
 // history flags.
 func (o *importOptions) request(args []string) (ci.Request, []string, error) {
-	req := ci.Request{Job: o.job, Bucket: o.bucket, Limit: o.limit, Threshold: o.threshold, Sippy: o.sippy, SippyURL: o.sippyURL, Audit: o.audit}
+	req := ci.Request{Bucket: o.bucket, Limit: o.limit, Threshold: o.threshold, Sippy: o.sippy, SippyURL: o.sippyURL, Audit: o.audit}
+	if _, _, err := o.compareSets(); err != nil {
+		return req, nil, err
+	}
 	var local []string
 	for _, a := range args {
 		if !ci.IsRemote(a) {
@@ -203,7 +226,7 @@ func (o *importOptions) request(args []string) (ci.Request, []string, error) {
 		}
 		req.Refs = append(req.Refs, ref)
 	}
-	if o.job == "" {
+	if len(o.jobs) == 0 {
 		for _, fl := range []struct {
 			name string
 			set  bool
@@ -468,7 +491,11 @@ func analyzeCIRuns(cmd *cobra.Command, o *importOptions, dirs []string) (importe
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	rep, err := importer.AnalyzeCIRuns(ctx, runs, importer.CIOptions{Window: o.window, AtLeast: o.atLeast})
+	co := importer.CIOptions{Window: o.window, AtLeast: o.atLeast}
+	if co.A, co.B, err = o.compareSets(); err != nil {
+		return 0, bad, err
+	}
+	rep, err := importer.AnalyzeCIRuns(ctx, runs, co)
 	if err != nil {
 		return 0, bad, err
 	}
@@ -524,6 +551,36 @@ func analyzeCIRuns(cmd *cobra.Command, o *importOptions, dirs []string) (importe
 		}
 	}
 	return good, bad, nil
+}
+
+// compareSets turns --compare-by into the two sets the analysis compares.
+func (o *importOptions) compareSets() (a, b *importer.CISet, err error) {
+	by, val, _ := strings.Cut(o.compareBy, "=")
+	switch by {
+	case "":
+		return nil, nil, nil
+	case "job":
+		if len(o.jobs) != 2 {
+			return nil, nil, errors.New("--compare-by job compares two jobs: give --job twice")
+		}
+		x, y := importer.JobSet(o.jobs[0]), importer.JobSet(o.jobs[1])
+		return &x, &y, nil
+	case "date":
+		t, err := parseDate(val)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--compare-by date=%s: %v", val, err)
+		}
+		x, y := importer.DateSets(t)
+		return &x, &y, nil
+	case "version":
+		v1, v2, ok := strings.Cut(val, ",")
+		if !ok || v1 == "" || v2 == "" {
+			return nil, nil, errors.New("--compare-by version=A,B: give two versions, e.g. version=4.16,4.17")
+		}
+		x, y := importer.VersionSet(v1), importer.VersionSet(v2)
+		return &x, &y, nil
+	}
+	return nil, nil, fmt.Errorf("--compare-by %q: use job, date=2006-01-02 or version=4.16,4.17", o.compareBy)
 }
 
 // importIntervalFiles reads interval files and folders of them that are

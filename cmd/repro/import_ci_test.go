@@ -82,6 +82,8 @@ func TestImportCIPartialAndBadInput(t *testing.T) {
 		{"import", "--job", citest.Job, "--since", "yesterday"},
 		{"import", "--job", citest.Job, "--since", "2024-07-02", "--until", "2024-07-01"},
 		{"import", "--cache-max-size", "lots", reportURL(citest.ReportBuilds[0])},
+		{"import", "--job", citest.Job, "--since", "2024-07-01", "--compare-by", "job"},
+		{"import", "--compare-by", "colour", fixture},
 	} {
 		if code, _, err := runRepro(t, bad...); code != 1 || err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: exit %d %v", bad, code, err)
@@ -106,7 +108,7 @@ func TestImportCIJobHistoryAndAudit(t *testing.T) {
 	cache := t.TempDir()
 	html := filepath.Join(t.TempDir(), "runs.html")
 	outDir := filepath.Join(t.TempDir(), "runs")
-	code, out, err := runRepro(t, "import", "--cache-dir", cache, "--job", citest.Job, "--since", "2024-07-10T05:00:00Z", "--until", "2024-07-10T12:00:00Z", "--audit", "--html", html, "--out", outDir)
+	code, out, err := runRepro(t, "import", "--cache-dir", cache, "--job", citest.Job, "--since", "2024-07-10T05:00:00Z", "--until", "2024-07-10T12:00:00Z", "--audit", "--html", html, "--out", outDir, "--compare-by", "date=2024-07-10T09:00:00Z")
 	// Only the audited run has gathered audit logs; the others say so.
 	if code != exitPartial {
 		t.Fatalf("exit %d: %v\n%s", code, err, out)
@@ -116,6 +118,7 @@ func TestImportCIJobHistoryAndAudit(t *testing.T) {
 		"triage (each run's backend-disruption files): 7 runs scanned, 2 selected (at least 1s on an apiserver backend), 4 skipped, 0 without figures; 1 clean run(s) added for the A/B",
 		"Attribution of " + citest.Job + "/1813000000000000008 (4 failed intervals, 3 with an audit ID): 1 answered, 1 received-not-answered, 1 not-received, 0 unknown",
 		"no gathered audit logs under",
+		"before 2024-07-10T09:00:00Z",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
