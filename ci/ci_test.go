@@ -284,6 +284,7 @@ func TestHistoryNarrowsByBisection(t *testing.T) {
 		t.Fatalf("listed %d, chose %v", h.Listed, h.Builds)
 	}
 	// Two bisections over 60 IDs: about 2*log2(60) reads, not 60.
+	t.Logf("%d started.json read to narrow %d builds", h.Probed, h.Listed)
 	if h.Probed > 14 {
 		t.Errorf("read %d started.json files to narrow 60 builds", h.Probed)
 	}
