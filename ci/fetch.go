@@ -170,7 +170,11 @@ func (c *Client) Fetch(ctx context.Context, ref Ref, w Want) (*Run, error) {
 			have = false
 		}
 	}
-	if have && r.Complete {
+	// A stage is recorded only when all of it was fetched: a run still
+	// going (no finished.json), a file that failed, are tried again.
+	if have {
+		// What else the record says is missing was not asked for now.
+		r.Missing = nil
 		return r, nil
 	}
 	if c.Offline {
@@ -187,27 +191,56 @@ func (c *Client) Fetch(ctx context.Context, ref Ref, w Want) (*Run, error) {
 	if c.gcs == nil {
 		return nil, errors.New("no storage client")
 	}
-	// Refetch what is incomplete: a run still going has no finished.json,
-	// a file may have failed.
 	r.Missing = nil
 	r.Complete = false
 	bucket := c.gcs.Bucket(ref.Bucket)
-	if err := c.fetchMeta(ctx, bucket, r); err != nil {
-		r.Missing = appendOnce(r.Missing, err.Error())
+	finish := func() error {
+		r.Complete = len(r.Missing) == 0
 		r.FetchedAt = time.Now().UTC()
-		if werr := r.write(); werr != nil {
-			return nil, werr
-		}
-		return r, err
+		sort.Strings(r.Files)
+		return r.write()
 	}
+	if !r.Has(StageMeta) || r.Target == "" {
+		if err := c.fetchMeta(ctx, bucket, r); err != nil {
+			r.Missing = appendOnce(r.Missing, err.Error())
+			if werr := finish(); werr != nil {
+				return nil, werr
+			}
+			return r, err
+		}
+	}
+	// stage runs one stage's downloads and records it when nothing of it
+	// is missing.
+	stage := func(name string, list func() ([]storage.ObjectAttrs, string, error)) {
+		if r.Has(name) {
+			return
+		}
+		before := len(r.Missing)
+		objs, none, err := list()
+		switch {
+		case err != nil:
+			r.Missing = appendOnce(r.Missing, err.Error())
+		case len(objs) == 0:
+			r.Missing = appendOnce(r.Missing, none)
+		default:
+			c.download(ctx, ref, r, objs)
+		}
+		if len(r.Missing) == before {
+			r.addStage(name)
+		}
+	}
+	junitPrefix := ref.Object("artifacts/" + r.Target + "/" + junitDir)
 	var junit []storage.ObjectAttrs
-	if w.Disruption || w.Timelines {
-		junit, err = c.list(ctx, bucket, ref.Object("artifacts/"+r.Target+"/"+junitDir), "/")
-		if err != nil {
-			r.Missing = appendOnce(r.Missing, "listing artifacts/"+r.Target+"/"+junitDir+": "+err.Error())
+	var junitErr error
+	listed := false
+	pick := func(prefix string) ([]storage.ObjectAttrs, error) {
+		if !listed {
+			junit, junitErr = c.list(ctx, bucket, junitPrefix, "/")
+			listed = true
+			if junitErr != nil {
+				junitErr = fmt.Errorf("listing artifacts/%s/%s: %w", r.Target, junitDir, junitErr)
+			}
 		}
-	}
-	pick := func(prefix string) []storage.ObjectAttrs {
 		var out []storage.ObjectAttrs
 		for _, o := range junit {
 			base := path.Base(o.Name)
@@ -215,51 +248,41 @@ func (c *Client) Fetch(ctx context.Context, ref Ref, w Want) (*Run, error) {
 				out = append(out, o)
 			}
 		}
-		return out
+		return out, junitErr
 	}
-	var jobs []storage.ObjectAttrs
 	if w.Disruption {
-		d := pick("backend-disruption")
-		if len(d) == 0 && err == nil {
-			r.Missing = appendOnce(r.Missing, "no backend-disruption_*.json under artifacts/"+r.Target+"/"+junitDir)
-		}
-		jobs = append(jobs, d...)
+		stage(StageDisruption, func() ([]storage.ObjectAttrs, string, error) {
+			objs, err := pick("backend-disruption")
+			return objs, "no backend-disruption_*.json under artifacts/" + r.Target + "/" + junitDir, err
+		})
 	}
 	if w.Timelines {
-		t := pick("e2e-timelines_spyglass_")
-		if len(t) == 0 && err == nil {
-			r.Missing = appendOnce(r.Missing, "no timeline (e2e-timelines_spyglass_*.json) under artifacts/"+r.Target+"/"+junitDir)
-		}
-		jobs = append(jobs, t...)
+		stage(StageTimelines, func() ([]storage.ObjectAttrs, string, error) {
+			objs, err := pick("e2e-timelines_spyglass_")
+			return objs, "no timeline (e2e-timelines_spyglass_*.json) under artifacts/" + r.Target + "/" + junitDir, err
+		})
 	}
 	if w.Audit {
-		a, err := c.list(ctx, bucket, ref.Object("artifacts/"+r.Target+"/"+auditDir), "")
-		if err != nil {
-			r.Missing = appendOnce(r.Missing, "listing artifacts/"+r.Target+"/"+auditDir+": "+err.Error())
-		}
-		n := 0
-		for _, o := range a {
-			rel := strings.TrimPrefix(o.Name, ref.Object("artifacts/"+r.Target+"/"+auditDir))
-			srv, _, _ := strings.Cut(rel, "/")
-			for _, s := range AuditServers {
-				if srv == s || rel == s+".audit_logs_listing" {
-					jobs = append(jobs, o)
-					n++
+		stage(StageAudit, func() ([]storage.ObjectAttrs, string, error) {
+			prefix := ref.Object("artifacts/" + r.Target + "/" + auditDir)
+			all, err := c.list(ctx, bucket, prefix, "")
+			if err != nil {
+				return nil, "", fmt.Errorf("listing artifacts/%s/%s: %w", r.Target, auditDir, err)
+			}
+			var objs []storage.ObjectAttrs
+			for _, o := range all {
+				rel := strings.TrimPrefix(o.Name, prefix)
+				srv, _, _ := strings.Cut(rel, "/")
+				for _, s := range AuditServers {
+					if srv == s || rel == s+".audit_logs_listing" {
+						objs = append(objs, o)
+					}
 				}
 			}
-		}
-		if n == 0 && err == nil {
-			r.Missing = appendOnce(r.Missing, "no gathered audit logs under artifacts/"+r.Target+"/"+auditDir)
-		}
+			return objs, "no gathered audit logs under artifacts/" + r.Target + "/" + auditDir, nil
+		})
 	}
-	c.download(ctx, ref, r, jobs)
-	for _, s := range need {
-		r.addStage(s)
-	}
-	r.Complete = len(r.Missing) == 0
-	r.FetchedAt = time.Now().UTC()
-	sort.Strings(r.Files)
-	if err := r.write(); err != nil {
+	if err := finish(); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -351,7 +374,9 @@ func (c *Client) fetchMeta(ctx context.Context, bucket *storage.BucketHandle, r 
 			}
 		}
 	}
-	r.addStage(StageMeta)
+	if len(r.Missing) == 0 {
+		r.addStage(StageMeta)
+	}
 	return nil
 }
 

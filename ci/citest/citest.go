@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -74,8 +75,11 @@ func Objects(t testing.TB, runs []RunSpec) []fakestorage.Object {
 	add := func(name string, content []byte) {
 		objs = append(objs, fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: Bucket, Name: name, ContentType: "application/json"}, Content: content})
 	}
-	upgrade, conformance := fixtureTimelines(t)
+	fixUpgrade, fixConformance := fixtureTimelines(t)
 	for _, r := range runs {
+		// The fixture's times moved to the run's own start, so that every
+		// file of a run lies within it.
+		upgrade, conformance := shift(fixUpgrade, r.Started.Sub(fixtureStart)), shift(fixConformance, r.Started.Sub(fixtureStart))
 		p := "logs/" + Job + "/" + r.Build + "/"
 		add(p+"prowjob.json", prowJob(r.Build))
 		add(p+"started.json", fmt.Appendf(nil, `{"timestamp":%d,"repos":{}}`, r.Started.Unix()))
@@ -126,14 +130,24 @@ func Objects(t testing.TB, runs []RunSpec) []fakestorage.Object {
 
 // Serve starts an emulator holding runs and points STORAGE_EMULATOR_HOST at
 // it for the test.
-func Serve(t *testing.T, runs []RunSpec) *fakestorage.Server {
+func Serve(t *testing.T, runs []RunSpec) *fakestorage.Server { return serve(t, runs) }
+
+// ServeB is Serve for a benchmark.
+func ServeB(b *testing.B, runs []RunSpec) *fakestorage.Server { return serve(b, runs) }
+
+func serve(t interface {
+	testing.TB
+	Setenv(k, v string)
+}, runs []RunSpec) *fakestorage.Server {
 	t.Helper()
 	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{
 		InitialObjects: Objects(t, runs),
 		Scheme:         "http",
 		Host:           "127.0.0.1",
-		Port:           0,
-		Writer:         ioDiscard{},
+		// Reads go to the XML API at the emulator host itself.
+		PublicHost: "127.0.0.1",
+		Port:       0,
+		Writer:     ioDiscard{},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +203,23 @@ func fixtureTimelines(t testing.TB) (upgrade, conformance []origin.Interval) {
 	return upgrade, conformance
 }
 
+// fixtureStart is when the importer's fixture run begins.
+var fixtureStart = time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
+
+func shift(ivs []origin.Interval, d time.Duration) []origin.Interval {
+	out := make([]origin.Interval, len(ivs))
+	for i, iv := range ivs {
+		if !iv.From.IsZero() {
+			iv.From = iv.From.Add(d)
+		}
+		if !iv.To.IsZero() {
+			iv.To = iv.To.Add(d)
+		}
+		out[i] = iv
+	}
+	return out
+}
+
 // cleanOf drops the Error disruption intervals.
 func cleanOf(ivs []origin.Interval) []origin.Interval {
 	var out []origin.Interval
@@ -233,6 +264,11 @@ func auditedTimeline(start time.Time) []origin.Interval {
 	}
 }
 
+func stageOf(line string) string {
+	_, after, _ := strings.Cut(line, `"stageTimestamp":"`)
+	return after
+}
+
 // auditLogs gzips each node's kube-apiserver audit log (current and one
 // rotated backup) as gather-extra names them, with its listing.
 func auditLogs(t testing.TB, prefix string, start time.Time) []fakestorage.Object {
@@ -266,6 +302,8 @@ func auditLogs(t testing.TB, prefix string, start time.Time) []fakestorage.Objec
 			"audit-" + at.Add(-10*time.Minute).Format("2006-01-02T15-04-05.000") + ".log": backup,
 		}
 		for name, lines := range files {
+			// Logged in stage-time order, as the apiserver writes them.
+			sort.Slice(lines, func(i, j int) bool { return stageOf(lines[i]) < stageOf(lines[j]) })
 			var b bytes.Buffer
 			zw := gzip.NewWriter(&b)
 			zw.Write([]byte(strings.Join(lines, "\n") + "\n"))

@@ -2,12 +2,24 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
 
+	"github.com/repro-tools/repro/attribute"
+	"github.com/repro-tools/repro/ci"
 	"github.com/repro-tools/repro/importer"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
@@ -15,17 +27,43 @@ import (
 
 func init() { subcommands = append(subcommands, newImportCmd) }
 
+// exitPartial is import's exit code when some runs or files could not be
+// fetched or imported and the rest were: the result is partial. No other
+// repro command uses it.
+const exitPartial = 4
+
 type importOptions struct {
 	out     string
 	json    bool
 	pattern string
+
+	// CI runs.
+	jobs               []string
+	bucket             string
+	compareBy          string
+	since, until       string
+	limit              int
+	offline            bool
+	cacheDir, cacheMax string
+	sippy              bool
+	sippyURL           string
+	threshold          time.Duration
+	audit              bool
+	parallel           int
+	maxObject          string
+	samplerTimeout     time.Duration
+
+	// Analysis of CI run folders (importer.AnalyzeCIRuns).
+	html    string
+	window  time.Duration
+	atLeast float64
 }
 
 func newImportCmd(_ *rootOptions) *cobra.Command {
 	io := &importOptions{}
 	cmd := &cobra.Command{
-		Use:   "import FILE|DIR...",
-		Short: "Read an origin CI run's interval files, place each disruption and name its pattern, offline",
+		Use:   "import [URL|gs://URI|FILE|DIR]... [--job NAME --since DATE]",
+		Short: "Fetch origin CI runs or read their interval files, place each disruption and name its pattern",
 		Long: `Read the interval files origin's CI runs leave behind
 (e2e-timelines_spyglass_*.json; a folder is searched for them by name as
 sippy does) and place every Disruption interval against the run's
@@ -43,15 +81,46 @@ whose interval files sit under different children is a folder of runs.
 All three serializations origin has written are read; times are whole
 seconds.
 
+CI runs are fetched too; inputs mix freely with files and folders:
+
+  https://prow.ci.openshift.org/view/gs/BUCKET/logs/JOB/BUILD
+  https://gcsweb-ci.apps.ci.l2s4.p1.openshiftapps.com/gcs/BUCKET/logs/JOB/BUILD/
+  gs://BUCKET/logs/JOB/BUILD   (pr-logs/pull/ORG_REPO/PR/JOB/BUILD too)
+
+origin-ci-test is read from test-platform-results, anonymously; the
+STORAGE_EMULATOR_HOST variable points reads at a mirror or an emulator. The
+ci-operator target comes from prowjob.json; the run's timeline and
+backend-disruption files are fetched from
+artifacts/TARGET/openshift-e2e-test/artifacts/junit/ into a cache
+(~/.cache/repro/ci, --cache-dir), once; --offline reads only the cache.
+
+--job NAME --since DATE [--until DATE] [--limit N] reads a job's history:
+build IDs grow with time, so the window is found by bisection, reading
+started.json at the probe points only. Each run's small
+backend-disruption_*.json is read first (--sippy: Sippy's
+/api/jobs/runs/disruption instead); only runs with at least --threshold on
+an apiserver backend get their timelines fetched, with one clean run of the
+job (0 s on every apiserver backend, nearest in time) for the A/B.
+
+--audit also fetches the gathered audit logs
+(artifacts/TARGET/gather-extra/artifacts/audit_logs/) and gives each failed
+request whose interval carries its audit ID (request-audit-id) a verdict:
+answered, received-not-answered, not-received or unknown.
+
 --json prints every Disruption interval with its backend, connection, from,
 to, pattern, node, phase and error text. --out DIR writes a results folder
 (one per run under DIR for several runs) that the rest of repro reads:
 intervals, placements, summary.txt and report.html, with samples
 synthesized at origin's one-per-second resolution; --pattern keeps only one
-pattern's disruption there, so "repro compare" compares that pattern.`,
+pattern's disruption there, so "repro compare" compares that pattern.
+
+Exit codes: 0 everything was read; 1 nothing could be (bad input);
+4 partial: some runs or files could not be fetched or imported (a missing
+file, a 404, truncated JSON, no timeline), one line each on stderr, and
+the rest were.`,
 		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return errors.New("import needs interval files or folders holding them (e2e-timelines_spyglass_*.json)")
+			if len(args) == 0 && len(io.jobs) == 0 {
+				return errors.New("import needs prow URLs, gs:// URIs, interval files or folders holding them (e2e-timelines_spyglass_*.json), or --job NAME --since DATE")
 			}
 			return nil
 		},
@@ -64,51 +133,554 @@ pattern's disruption there, so "repro compare" compares that pattern.`,
 			if io.pattern != "" && io.out == "" {
 				return errors.New("--pattern shapes the folder --out writes; give --out DIR too")
 			}
-			runs, err := importer.Find(args)
+			req, local, err := io.request(args)
 			if err != nil {
 				return err
 			}
-			var bad int
-			var loaded []importer.Run
-			var ps []importer.Placement
-			for i := range runs {
-				for _, e := range runs[i].Load() {
-					fmt.Fprintln(cmd.ErrOrStderr(), e)
-					bad++
+			in := importInputs{Paths: local}
+			var fetchFailed int
+			// One gather per job (the named runs with the first).
+			jobs := io.jobs
+			if len(jobs) == 0 {
+				jobs = []string{""}
+			}
+			in.Clean = map[string]bool{}
+			for i, job := range jobs {
+				r := req
+				r.Job = job
+				if i > 0 {
+					r.Refs = nil
 				}
-				if len(runs[i].Files) == 0 {
+				if len(r.Refs) == 0 && r.Job == "" {
 					continue
 				}
-				loaded = append(loaded, runs[i])
-				ps = append(ps, importer.Place(runs[i])...)
+				res, cl, err := io.gather(cmd, r)
+				if err != nil {
+					return err
+				}
+				fetchFailed += len(res.Failures)
+				in.Runs = append(in.Runs, res.Runs...)
+				for d := range res.Clean {
+					in.Clean[d] = true
+				}
+				if io.audit {
+					printAttribution(cmd, io, res.Runs)
+				}
+				evictCache(cmd, cl, in.Runs)
 			}
-			stdout := cmd.OutOrStdout()
-			if io.json {
-				err = importer.WriteJSON(stdout, ps)
-			} else {
-				err = importer.WriteText(stdout, loaded, ps)
-			}
+			imported, bad, err := importRuns(cmd, io, in)
 			if err != nil {
 				return err
 			}
-			if io.out != "" {
-				for _, r := range loaded {
-					if err := writeImported(cmd, io, r, ps, len(loaded) > 1); err != nil {
-						fmt.Fprintln(cmd.ErrOrStderr(), err)
-						bad++
-					}
-				}
-			}
-			if bad > 0 {
-				return fmt.Errorf("%d interval file(s) or run(s) could not be imported (see above); the rest were", bad)
+			switch {
+			case imported == 0 && (bad > 0 || fetchFailed > 0):
+				return fmt.Errorf("nothing could be imported: %d run(s) or file(s) failed (see above)", bad+fetchFailed)
+			case bad > 0 || fetchFailed > 0:
+				return withExitCode(exitPartial, fmt.Errorf("partial: %d run(s) or file(s) could not be fetched or imported (see above); the rest were", bad+fetchFailed))
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&io.out, "out", "", "write a results folder (one per run under it for several runs)")
-	cmd.Flags().BoolVar(&io.json, "json", false, "print the placements as JSON")
-	cmd.Flags().StringVar(&io.pattern, "pattern", "", "with --out: keep only this pattern's disruption (apiserver-rollout, node-update, other)")
+	f := cmd.Flags()
+	f.StringVar(&io.out, "out", "", "write a results folder (one per run under it for several runs)")
+	f.BoolVar(&io.json, "json", false, "print the placements as JSON")
+	f.StringVar(&io.pattern, "pattern", "", "with --out: keep only this pattern's disruption (apiserver-rollout, node-update, other)")
+	f.StringArrayVar(&io.jobs, "job", nil, "read this prow job's history (with --since); repeat for several jobs")
+	f.StringVar(&io.compareBy, "compare-by", "", "CI runs: compare two sets per pattern and backend: job (two --job), date=2006-01-02 (before against from), version=4.16,4.17 (upgraded to)")
+	f.StringVar(&io.bucket, "bucket", ci.BucketTestPlatformResult, "bucket holding --job's runs")
+	f.StringVar(&io.since, "since", "", "with --job: runs started at or after this date (2006-01-02 or RFC 3339)")
+	f.StringVar(&io.until, "until", "", "with --job: runs started before this date (default: now)")
+	f.IntVar(&io.limit, "limit", 0, "with --job: at most this many runs, the newest (0: all in the window)")
+	f.BoolVar(&io.offline, "offline", false, "read CI runs from the cache only")
+	f.StringVar(&io.cacheDir, "cache-dir", "", "CI run cache (default ~/.cache/repro/ci)")
+	f.StringVar(&io.cacheMax, "cache-max-size", "20GiB", "bound on the cache's size; the runs fetched longest ago are evicted first")
+	f.BoolVar(&io.sippy, "sippy", false, "with --job: triage with Sippy's per-run disruption instead of each run's backend-disruption files")
+	f.StringVar(&io.sippyURL, "sippy-url", ci.DefaultSippyURL, "Sippy's address")
+	f.DurationVar(&io.threshold, "threshold", ci.DefaultThreshold, "with --job: fetch timelines only of runs with at least this much disruption on an apiserver backend")
+	f.BoolVar(&io.audit, "audit", false, "fetch the runs' gathered audit logs and attribute each failed request")
+	f.IntVar(&io.parallel, "parallel", ci.DefaultParallel, "objects downloaded at once")
+	f.StringVar(&io.maxObject, "max-object", "1GiB", "bound on one downloaded object")
+	f.StringVar(&io.html, "html", "", "CI runs: write the offline HTML page (one row per run) to this file")
+	f.DurationVar(&io.window, "window", importer.DefaultEvidenceWindow, "CI runs: evidence read either side of each disruption")
+	f.Float64Var(&io.atLeast, "at-least", importer.DefaultAtLeast, "CI runs: the pattern table's share of runs at or above this many seconds")
+	f.DurationVar(&io.samplerTimeout, "sampler-timeout", attribute.DefaultSamplerTimeout, "with --audit: origin's sampler timeout in the runs (20s in 2024, 34s since origin #29761); a timed-out request gave up at 4/5 of it")
 	return cmd
+}
+
+// request sorts the arguments into CI runs and local paths and checks the
+// history flags.
+func (o *importOptions) request(args []string) (ci.Request, []string, error) {
+	req := ci.Request{Bucket: o.bucket, Limit: o.limit, Threshold: o.threshold, Sippy: o.sippy, SippyURL: o.sippyURL, Audit: o.audit}
+	if _, _, err := o.compareSets(); err != nil {
+		return req, nil, err
+	}
+	var local []string
+	for _, a := range args {
+		if !ci.IsRemote(a) {
+			local = append(local, a)
+			continue
+		}
+		ref, err := ci.ParseRef(a)
+		if err != nil {
+			return req, nil, err
+		}
+		req.Refs = append(req.Refs, ref)
+	}
+	if len(o.jobs) == 0 {
+		for _, fl := range []struct {
+			name string
+			set  bool
+		}{{"--since", o.since != ""}, {"--until", o.until != ""}, {"--limit", o.limit != 0}, {"--sippy", o.sippy}} {
+			if fl.set {
+				return req, nil, fmt.Errorf("%s reads a job's history: give --job NAME too", fl.name)
+			}
+		}
+		return req, local, nil
+	}
+	if o.since == "" {
+		return req, nil, errors.New("--job needs --since DATE (2006-01-02 or RFC 3339), so that a job's whole history is never read")
+	}
+	var err error
+	if req.Since, err = parseDate(o.since); err != nil {
+		return req, nil, fmt.Errorf("--since %q: %v", o.since, err)
+	}
+	if o.until != "" {
+		if req.Until, err = parseDate(o.until); err != nil {
+			return req, nil, fmt.Errorf("--until %q: %v", o.until, err)
+		}
+		if !req.Until.After(req.Since) {
+			return req, nil, ci.ErrBadWindow
+		}
+	}
+	if o.limit < 0 {
+		return req, nil, fmt.Errorf("--limit %d: give 0 (all) or more", o.limit)
+	}
+	if o.threshold < 0 {
+		return req, nil, fmt.Errorf("--threshold %v: give 0 or more", o.threshold)
+	}
+	return req, local, nil
+}
+
+func parseDate(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, errors.New("use 2006-01-02 or RFC 3339 (2006-01-02T15:04:05Z)")
+}
+
+// parseSize reads a byte count with an optional unit (KB, MB, GB, TB as
+// powers of 1000; KiB, MiB, GiB, TiB, or Ki, Mi, Gi, Ti as powers of 1024).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') && t[i-1] != '.' {
+		i--
+	}
+	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q: give a size such as 20GiB or 500MB", s)
+	}
+	mult := map[string]float64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+		"k": 1 << 10, "ki": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mi": 1 << 20, "mib": 1 << 20,
+		"g": 1 << 30, "gi": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "ti": 1 << 40, "tib": 1 << 40}[unit]
+	if mult == 0 {
+		return 0, fmt.Errorf("%q: unknown unit %q; use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB", s, unit)
+	}
+	return int64(v * mult), nil
+}
+
+// gather fetches the CI runs into the cache and prints what it did.
+func (o *importOptions) gather(cmd *cobra.Command, req ci.Request) (*ci.Result, *ci.Client, error) {
+	stderr := cmd.ErrOrStderr()
+	maxCache, err := parseSize(o.cacheMax)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--cache-max-size %v", err)
+	}
+	maxObject, err := parseSize(o.maxObject)
+	if err != nil || maxObject <= 0 {
+		return nil, nil, fmt.Errorf("--max-object %q: give a size such as 1GiB", o.maxObject)
+	}
+	root := o.cacheDir
+	if root == "" {
+		if root, err = ci.DefaultCacheRoot(); err != nil {
+			return nil, nil, fmt.Errorf("no cache folder (%v): give --cache-dir", err)
+		}
+	}
+	if o.parallel <= 0 {
+		return nil, nil, fmt.Errorf("--parallel %d: give 1 or more", o.parallel)
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var cl *ci.Client
+	if o.offline {
+		cl = ci.NewClient(nil, &ci.Cache{Root: root, Max: maxCache}, o.parallel)
+		cl.Offline = true
+	} else {
+		gcs, err := ci.NewStorage(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening Cloud Storage: %v", err)
+		}
+		defer gcs.Close()
+		cl = ci.NewClient(gcs, &ci.Cache{Root: root, Max: maxCache}, o.parallel)
+	}
+	cl.MaxObject = maxObject
+	bar := newFetchBar(ctx, stderr)
+	cl.Progress = bar
+	start := time.Now()
+	res, err := cl.Gather(ctx, req)
+	bar.finish()
+	if err != nil {
+		return nil, nil, err
+	}
+	elapsed := time.Since(start)
+	if res.History != nil {
+		h := res.History
+		fmt.Fprintf(stderr, "%s: %d builds listed, %d started.json read to narrow them to %d in the window\n", req.Job, h.Listed, h.Probed, len(h.Builds))
+		for _, l := range res.Triage {
+			fmt.Fprintf(stderr, "  %s\n", l)
+		}
+		src := "each run's backend-disruption files"
+		if req.Sippy {
+			src = "Sippy"
+		}
+		fmt.Fprintf(stderr, "triage (%s): %d runs scanned, %d selected (at least %v on an apiserver backend), %d skipped, %d without figures; %d clean run(s) added for the A/B\n",
+			src, res.Scanned, res.Selected, req.Threshold, res.Skipped, res.NoData, len(res.Clean))
+	}
+	for _, l := range res.Failures {
+		fmt.Fprintln(stderr, l)
+	}
+	if n := bar.objects.Load(); n > 0 || len(res.Runs) > 0 {
+		fmt.Fprintf(stderr, "fetched %d objects (%s) for %d runs in %s; cache %s\n", n, mib(bar.bytes.Load()), len(res.Runs), elapsed.Round(time.Millisecond), root)
+	}
+	return res, cl, nil
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// evictCache keeps the cache within its bound, never evicting the runs
+// just read.
+func evictCache(cmd *cobra.Command, cl *ci.Client, runs []*ci.Run) {
+	if cl.Offline {
+		return
+	}
+	keep := map[string]bool{}
+	for _, r := range runs {
+		keep[r.Dir] = true
+	}
+	ev, err := cl.Cache.Evict(keep)
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "cache: %v\n", err)
+		return
+	}
+	if len(ev.Runs) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "cache: evicted %d run(s) fetched longest ago (%s) to stay within --cache-max-size; %s kept\n", len(ev.Runs), mib(ev.Bytes), mib(ev.Size))
+	}
+}
+
+// printAttribution gives each fetched run's failed requests their
+// verdicts from its gathered audit logs.
+func printAttribution(cmd *cobra.Command, o *importOptions, runs []*ci.Run) {
+	w := cmd.OutOrStdout()
+	if o.json {
+		w = cmd.ErrOrStderr()
+	}
+	for _, r := range runs {
+		if !r.Has(ci.StageAudit) && !r.Has(ci.StageTimelines) {
+			continue
+		}
+		a, err := attribute.AttributeCIRun(cmd.Context(), r.Dir, r.Target, attribute.CIOptions{SamplerTimeout: o.samplerTimeout})
+		if err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: attribution: %v\n", r.Name(), err)
+			continue
+		}
+		counts := map[string]int{}
+		for _, rec := range a.Records {
+			counts[rec.Verdict]++
+		}
+		var parts []string
+		for _, v := range attribute.Verdicts {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[v], v))
+		}
+		fmt.Fprintf(w, "\nAttribution of %s (%d failed intervals, %d with an audit ID): %s\n", r.Name(), a.Failures, a.Failures-a.WithoutID, strings.Join(parts, ", "))
+		for _, n := range a.Notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
+		}
+		for _, rec := range a.Records {
+			fmt.Fprintf(w, "  %s %s-%s %s %s: %s\n", rec.Start.UTC().Format("15:04:05"), rec.Backend, rec.Connection, rec.AuditID, rec.Verdict, rec.Detail)
+		}
+	}
+}
+
+// importInputs are the runs "repro import" analyses: local files and
+// folders as given, and CI run folders fetched into the cache (each holds
+// repro-ci-run.json; Clean marks the A/B runs triage added, by folder).
+type importInputs struct {
+	Paths []string
+	Runs  []*ci.Run
+	Clean map[string]bool
+}
+
+// importRuns analyses the inputs: the CI run folders (fetched, or local
+// folders holding prowjob.json) in one call to importer.AnalyzeCIRuns, the
+// other files and folders as interval files. It returns how many runs were
+// imported and how many files or runs failed (each already printed as one
+// line).
+func importRuns(cmd *cobra.Command, o *importOptions, in importInputs) (imported, bad int, err error) {
+	var ciDirs, plain []string
+	for _, p := range in.Paths {
+		if isCIRunFolder(p) {
+			ciDirs = append(ciDirs, p)
+		} else {
+			plain = append(plain, p)
+		}
+	}
+	for _, r := range in.Runs {
+		for _, f := range r.Files {
+			if strings.Contains(f, "/e2e-timelines_spyglass_") {
+				ciDirs = append(ciDirs, r.Dir)
+				break
+			}
+		}
+	}
+	if len(ciDirs) > 0 {
+		n, b, err := analyzeCIRuns(cmd, o, ciDirs)
+		imported, bad = imported+n, bad+b
+		if err != nil {
+			return imported, bad, err
+		}
+	} else if o.html != "" {
+		return 0, 0, errors.New("--html shows CI runs: give prow URLs, gs:// URIs, --job, or CI run folders (holding prowjob.json)")
+	}
+	if len(plain) > 0 {
+		n, b, err := importIntervalFiles(cmd, o, plain, len(ciDirs) > 0)
+		imported, bad = imported+n, bad+b
+		if err != nil {
+			return imported, bad, err
+		}
+	}
+	return imported, bad, nil
+}
+
+// isCIRunFolder reports whether a path is a CI run's folder as prow
+// uploads it (prowjob.json at its top).
+func isCIRunFolder(p string) bool {
+	st, err := os.Stat(filepath.Join(p, "prowjob.json"))
+	return err == nil && !st.IsDir()
+}
+
+// analyzeCIRuns hands the CI run folders to the importer's analysis and
+// prints its tables, page and folders.
+func analyzeCIRuns(cmd *cobra.Command, o *importOptions, dirs []string) (imported, bad int, err error) {
+	stderr := cmd.ErrOrStderr()
+	var runs []*importer.CIRun
+	for _, d := range dirs {
+		r, err := importer.OpenCIRun(d)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			bad++
+			continue
+		}
+		runs = append(runs, r)
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	co := importer.CIOptions{Window: o.window, AtLeast: o.atLeast}
+	if co.A, co.B, err = o.compareSets(); err != nil {
+		return 0, bad, err
+	}
+	rep, err := importer.AnalyzeCIRuns(ctx, runs, co)
+	if err != nil {
+		return 0, bad, err
+	}
+	for _, rr := range rep.Runs {
+		if rr == nil {
+			continue
+		}
+		for _, e := range rr.Errors {
+			fmt.Fprintf(stderr, "%s: %s\n", rr.Run.Name(), e)
+			bad++
+		}
+	}
+	stdout := cmd.OutOrStdout()
+	if o.json {
+		err = importer.WriteCIJSON(stdout, rep)
+	} else {
+		err = importer.WriteCIText(stdout, rep)
+	}
+	if err != nil {
+		return 0, bad, err
+	}
+	if o.html != "" {
+		var b bytes.Buffer
+		if err := importer.WriteCIHTML(&b, rep); err != nil {
+			return 0, bad, err
+		}
+		if err := os.WriteFile(o.html, b.Bytes(), 0o644); err != nil {
+			return 0, bad, fmt.Errorf("--html: %v", err)
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", o.html)
+	}
+	good := len(rep.Runs) - rep.Unreadable
+	if o.out != "" {
+		for _, rr := range rep.Runs {
+			if rr == nil || len(rr.Run.Run.Files) == 0 {
+				continue
+			}
+			dir := o.out
+			if len(rep.Runs) > 1 {
+				dir = filepath.Join(o.out, strings.NewReplacer("/", "_", " ", "_").Replace(rr.Run.Name()))
+			}
+			if err := importer.WriteCIFolder(dir, rr, importer.OutOptions{Pattern: o.pattern, Command: os.Args}); err != nil {
+				fmt.Fprintf(stderr, "%s: %v\n", dir, err)
+				bad++
+				continue
+			}
+			if _, err := report.Rebuild(dir); err != nil {
+				fmt.Fprintf(stderr, "%s: %v\n", dir, err)
+				bad++
+				continue
+			}
+			fmt.Fprintf(stderr, "wrote %s\n", dir)
+		}
+	}
+	return good, bad, nil
+}
+
+// compareSets turns --compare-by into the two sets the analysis compares.
+func (o *importOptions) compareSets() (a, b *importer.CISet, err error) {
+	by, val, _ := strings.Cut(o.compareBy, "=")
+	switch by {
+	case "":
+		return nil, nil, nil
+	case "job":
+		if len(o.jobs) != 2 {
+			return nil, nil, errors.New("--compare-by job compares two jobs: give --job twice")
+		}
+		x, y := importer.JobSet(o.jobs[0]), importer.JobSet(o.jobs[1])
+		return &x, &y, nil
+	case "date":
+		t, err := parseDate(val)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--compare-by date=%s: %v", val, err)
+		}
+		x, y := importer.DateSets(t)
+		return &x, &y, nil
+	case "version":
+		v1, v2, ok := strings.Cut(val, ",")
+		if !ok || v1 == "" || v2 == "" {
+			return nil, nil, errors.New("--compare-by version=A,B: give two versions, e.g. version=4.16,4.17")
+		}
+		x, y := importer.VersionSet(v1), importer.VersionSet(v2)
+		return &x, &y, nil
+	}
+	return nil, nil, fmt.Errorf("--compare-by %q: use job, date=2006-01-02 or version=4.16,4.17", o.compareBy)
+}
+
+// importIntervalFiles reads interval files and folders of them that are
+// not CI run folders, as import always has.
+func importIntervalFiles(cmd *cobra.Command, o *importOptions, paths []string, sub bool) (imported, bad int, err error) {
+	runs, err := importer.Find(paths)
+	if err != nil {
+		return 0, 0, err
+	}
+	var loaded []importer.Run
+	var ps []importer.Placement
+	for i := range runs {
+		for _, e := range runs[i].Load() {
+			fmt.Fprintln(cmd.ErrOrStderr(), e)
+			bad++
+		}
+		if len(runs[i].Files) == 0 {
+			continue
+		}
+		loaded = append(loaded, runs[i])
+		ps = append(ps, importer.Place(runs[i])...)
+	}
+	stdout := cmd.OutOrStdout()
+	if o.json {
+		err = importer.WriteJSON(stdout, ps)
+	} else {
+		err = importer.WriteText(stdout, loaded, ps)
+	}
+	if err != nil {
+		return len(loaded), bad, err
+	}
+	if o.out != "" {
+		out := o.out
+		if sub {
+			// CI runs were written under --out too: these go beside them.
+			out = filepath.Join(o.out, "files")
+		}
+		oo := *o
+		oo.out = out
+		for _, r := range loaded {
+			if err := writeImported(cmd, &oo, r, ps, len(loaded) > 1); err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), err)
+				bad++
+			}
+		}
+	}
+	return len(loaded), bad, nil
+}
+
+// fetchBar shows the downloads: an mpb bar of bytes with the objects and an
+// estimate on a terminal; nothing otherwise (a summary line follows).
+type fetchBar struct {
+	p                            *mpb.Progress
+	bar                          *mpb.Bar
+	objects, planned, bytes, all atomic.Int64
+	done                         atomic.Int64
+}
+
+func newFetchBar(ctx context.Context, w io.Writer) *fetchBar {
+	b := &fetchBar{}
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return b
+	}
+	b.p = mpb.NewWithContext(ctx, mpb.WithOutput(w), mpb.WithRefreshRate(250*time.Millisecond), mpb.WithWidth(30))
+	b.bar = b.p.AddBar(0,
+		mpb.PrependDecorators(decor.Name("fetching "), decor.Any(func(decor.Statistics) string {
+			return fmt.Sprintf("%d/%d objects", b.done.Load(), b.objects.Load())
+		}, decor.WC{W: 18})),
+		mpb.AppendDecorators(decor.Counters(decor.SizeB1024(0), "% .1f / % .1f"), decor.Name(" "), decor.AverageETA(decor.ET_STYLE_GO)),
+	)
+	return b
+}
+
+// Plan adds objects and bytes to the estimate.
+func (b *fetchBar) Plan(objects int, n int64) {
+	b.objects.Add(int64(objects))
+	total := b.planned.Add(n)
+	if b.bar != nil {
+		b.bar.SetTotal(total, false)
+	}
+}
+
+// Transferred adds bytes written.
+func (b *fetchBar) Transferred(n int64) {
+	b.bytes.Add(n)
+	if b.bar != nil {
+		b.bar.IncrInt64(n)
+	}
+}
+
+// Done counts one object finished.
+func (b *fetchBar) Done() { b.done.Add(1) }
+
+func (b *fetchBar) finish() {
+	if b.bar == nil {
+		return
+	}
+	b.bar.SetTotal(-1, true)
+	b.p.Wait()
 }
 
 // writeImported writes one run's folder, rebuilds repro's files in it and
