@@ -53,10 +53,11 @@ type Locator = origin.Locator
 // Message is origin's structured interval message.
 type Message = origin.Message
 
-// IntervalItem is one item of intervals.json, in the schema sippy reads
-// (openshift/sippy pkg/apis/api/interval.go) and origin writes. From and To
+// intervalItem is one item of intervals.json, in the schema sippy reads
+// (openshift/sippy pkg/apis/api/interval.go) and origin writes: an
+// origin.Interval with the field names and order of that file. From and To
 // are RFC 3339 with sub-second digits, which both parse.
-type IntervalItem struct {
+type intervalItem struct {
 	Level   string    `json:"level"`
 	Display bool      `json:"display"`
 	Source  string    `json:"source,omitempty"`
@@ -66,9 +67,9 @@ type IntervalItem struct {
 	To      time.Time `json:"to"`
 }
 
-// IntervalList is the top-level object of intervals.json.
-type IntervalList struct {
-	Items []IntervalItem `json:"items"`
+// intervalList is the top-level object of intervals.json.
+type intervalList struct {
+	Items []intervalItem `json:"items"`
 }
 
 // DisruptionLocator returns the locator origin gives a legacy backend
@@ -107,8 +108,8 @@ func OriginBackend(name, backend string, conn results.ConnectionType, http2 bool
 // IntervalItems renders intervals as origin does when a sampler sees a
 // failure begin: Error level and displayed for disruption, Warning for a DNS
 // sampler outage.
-func IntervalItems(ivs []Interval) []IntervalItem {
-	items := make([]IntervalItem, 0, len(ivs))
+func IntervalItems(ivs []Interval) []origin.Interval {
+	items := make([]origin.Interval, 0, len(ivs))
 	for i := range ivs {
 		iv := &ivs[i]
 		loc := OriginBackend(iv.Name, iv.Backend, iv.Connection, iv.HTTP2, iv.Vantage, iv.Target).Locator()
@@ -120,7 +121,7 @@ func IntervalItems(ivs []Interval) []IntervalItem {
 			human = fmt.Sprintf("DNS lookup timeouts began for %s GET requests over %s connections: %s (likely a problem in cluster running tests, not the cluster under test)",
 				loc.OldLocator(), iv.Connection, iv.Message)
 		}
-		items = append(items, IntervalItem{
+		items = append(items, origin.Interval{
 			Level:   level,
 			Display: true,
 			Source:  SourceDisruption,
@@ -142,30 +143,22 @@ func IntervalItems(ivs []Interval) []IntervalItem {
 	return items
 }
 
-// WriteIntervals writes intervals.json from any number of item sets (the
-// disruption items, and later e.g. rollout events), sorted by start, then
-// end, then reason, then locator, as origin sorts intervals.
-func WriteIntervals(w io.Writer, sets ...[]IntervalItem) error {
-	all := []IntervalItem{}
+// WriteIntervals writes intervals.json from any number of interval sets
+// (the disruption items, and later e.g. rollout events), in origin's order
+// (origin.Sort).
+func WriteIntervals(w io.Writer, sets ...[]origin.Interval) error {
+	all := []origin.Interval{}
 	for _, s := range sets {
 		all = append(all, s...)
 	}
-	sort.SliceStable(all, func(i, j int) bool {
-		a, b := &all[i], &all[j]
-		if !a.From.Equal(b.From) {
-			return a.From.Before(b.From)
-		}
-		if !a.To.Equal(b.To) {
-			return a.To.Before(b.To)
-		}
-		if a.Message.Reason != b.Message.Reason {
-			return a.Message.Reason < b.Message.Reason
-		}
-		return a.Locator.OldLocator() < b.Locator.OldLocator()
-	})
+	origin.Sort(all)
+	items := make([]intervalItem, len(all))
+	for i, iv := range all {
+		items[i] = intervalItem{Level: iv.Level, Display: iv.Display, Source: iv.Source, Locator: iv.Locator, Message: iv.Message, From: iv.From, To: iv.To}
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "    ")
-	return enc.Encode(IntervalList{Items: all})
+	return enc.Encode(intervalList{Items: items})
 }
 
 // BackendDisruptionList is origin's backend-disruption list, the one type

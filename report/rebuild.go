@@ -8,13 +8,14 @@ import (
 	"os"
 	"time"
 
+	"github.com/repro-tools/repro/origin"
 	"github.com/repro-tools/repro/report/htmlreport"
 	"github.com/repro-tools/repro/results"
 )
 
 // ExtraIntervals produces interval items to merge into intervals.json, e.g.
 // the rollout timeline from events.jsonl.
-type ExtraIntervals func(f *results.Folder, a *Analysis) ([]IntervalItem, error)
+type ExtraIntervals func(f *results.Folder, a *Analysis) ([]origin.Interval, error)
 
 // RebuildOption configures Rebuild.
 type RebuildOption func(*rebuildConfig)
@@ -69,7 +70,7 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 		return nil, err
 	}
 	f, run, a, tl := d.folder, d.run, d.analysis, d.timeline
-	sets := [][]IntervalItem{IntervalItems(a.Intervals), RolloutItems(tl)}
+	sets := [][]origin.Interval{IntervalItems(a.Intervals), RolloutItems(tl)}
 	for _, extra := range cfg.extras {
 		items, err := extra(f, a)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/repro-tools/repro/origin"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
 )
@@ -183,7 +184,7 @@ func golden(t *testing.T, name string, got []byte) {
 func TestGoldenIntervals(t *testing.T) {
 	a := report.Analyze(fixture())
 	var buf bytes.Buffer
-	extra := []report.IntervalItem{{
+	extra := []origin.Interval{{
 		Level: report.LevelInfo, Source: "KubeAPIServerRollout",
 		Locator: report.Locator{Type: "Node", Keys: map[string]string{"node": "master-0"}},
 		Message: report.Message{Reason: "TerminationStart", HumanMessage: "extra items are merged and sorted", Annotations: map[string]string{"reason": "TerminationStart"}},

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/repro-tools/repro/origin"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -31,14 +32,14 @@ const (
 // RolloutItems renders the timeline for intervals.json beside the
 // disruption: the run's stages, one bar per node and phase, and every
 // termination event as an instant, so a chart shows both at once.
-func RolloutItems(tl *Timeline) []IntervalItem {
-	var items []IntervalItem
+func RolloutItems(tl *Timeline) []origin.Interval {
+	var items []origin.Interval
 	for _, s := range tl.Stages {
 		to := s.To
 		if to.IsZero() {
 			to = s.From
 		}
-		items = append(items, IntervalItem{
+		items = append(items, origin.Interval{
 			Level: LevelInfo, Display: true, Source: SourceRollout,
 			Locator: Locator{Type: LocatorTypeCluster, Keys: map[string]string{"stage": s.Name}},
 			Message: Message{Reason: "Stage", HumanMessage: stageName(s), Annotations: map[string]string{"stage": s.Name, "iteration": fmt.Sprint(s.Iteration)}},
@@ -62,7 +63,7 @@ func RolloutItems(tl *Timeline) []IntervalItem {
 				if to.IsZero() {
 					to = b.from
 				}
-				items = append(items, IntervalItem{
+				items = append(items, origin.Interval{
 					Level: LevelInfo, Display: true, Source: SourceRollout,
 					Locator: Locator{Type: LocatorTypeNode, Keys: map[string]string{"node": w.Node}},
 					Message: Message{Reason: string(b.phase), HumanMessage: fmt.Sprintf("%s %s towards revision %d", w.Node, b.phase, it.Revision),
@@ -80,7 +81,7 @@ func RolloutItems(tl *Timeline) []IntervalItem {
 		if e.Node != "" {
 			loc = Locator{Type: LocatorTypePod, Keys: map[string]string{"namespace": "openshift-kube-apiserver", "pod": "kube-apiserver-" + e.Node, "node": e.Node}}
 		}
-		items = append(items, IntervalItem{
+		items = append(items, origin.Interval{
 			Level: LevelInfo, Display: true, Source: SourceRollout, Locator: loc,
 			Message: Message{Reason: eventLabel(e), HumanMessage: e.Message, Annotations: map[string]string{"iteration": fmt.Sprint(e.Iteration)}},
 			From:    e.Time, To: e.Time,
