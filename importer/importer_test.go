@@ -11,6 +11,7 @@ import (
 
 	"github.com/repro-tools/repro/origin"
 	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/compare"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -358,20 +359,20 @@ func TestManyRunsComparedPerPattern(t *testing.T) {
 			}
 		}
 	}
-	a, err := report.LoadSide(filepath.Join(root, "imported-4.16"))
+	a, err := compare.LoadSide(filepath.Join(root, "imported-4.16"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := report.LoadSide(filepath.Join(root, "imported-4.17"))
+	b, err := compare.LoadSide(filepath.Join(root, "imported-4.17"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := report.Compare([]report.Side{a, b}, report.CompareOptions{Threshold: report.DefaultThreshold})
+	c, err := compare.Compare([]compare.Side{a, b}, compare.CompareOptions{Threshold: compare.DefaultThreshold})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var txt bytes.Buffer
-	report.WriteCompare(&txt, c)
+	compare.WriteCompare(&txt, c)
 	if !c.Worse || len(c.Verdicts) != 1 || len(c.Verdicts[0].WorseOn) != 1 || c.Verdicts[0].WorseOn[0] != "kube-api-new-connections" {
 		t.Fatalf("4.17 should be worse on kube-api-new-connections only:\n%s", txt.String())
 	}

@@ -2,7 +2,7 @@
 // real `repro run` of the same binary in its own results folder
 // (DIR/<key>=<value>), then tabulates the disruption of every
 // backend-connection against the value, compares each point with its
-// neighbour (report.Compare) and says where the gap appears or disappears.
+// neighbour (compare.Compare) and says where the gap appears or disappears.
 // It is how a candidate configuration fix is validated: a deregistration
 // delay, a shutdown delay, a health-check interval.
 package sweep
@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/compare"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -91,7 +91,7 @@ type Point struct {
 	// ("worse", "better", "no-difference"), with its summary.
 	Versus        string `json:"versusPrevious,omitempty"`
 	VersusSummary string `json:"versusPreviousSummary,omitempty"`
-	figures       *report.FolderFigures
+	figures       *compare.FolderFigures
 }
 
 // Result is a whole sweep.
@@ -260,7 +260,7 @@ func analyse(res *Result) error {
 		if p.Status != results.StatusComplete {
 			continue
 		}
-		ff, err := report.LoadFolderFigures(p.Dir)
+		ff, err := compare.LoadFolderFigures(p.Dir)
 		if err != nil {
 			p.Status, p.Error = results.StatusFailed, err.Error()
 			continue
@@ -283,10 +283,10 @@ func analyse(res *Result) error {
 		if prev != nil {
 			// repro compare's rule, its default threshold included: with
 			// none, a 0.4 s wobble between two iterations read as "worse".
-			c, err := report.Compare([]report.Side{
-				{Name: res.Key + "=" + prev.Value, Folders: []report.FolderFigures{*prev.figures}},
-				{Name: res.Key + "=" + p.Value, Folders: []report.FolderFigures{ff}},
-			}, report.CompareOptions{Threshold: report.DefaultThreshold})
+			c, err := compare.Compare([]compare.Side{
+				{Name: res.Key + "=" + prev.Value, Folders: []compare.FolderFigures{*prev.figures}},
+				{Name: res.Key + "=" + p.Value, Folders: []compare.FolderFigures{ff}},
+			}, compare.CompareOptions{Threshold: compare.DefaultThreshold})
 			if err == nil && len(c.Verdicts) > 0 {
 				p.Versus, p.VersusSummary = c.Verdicts[0].Verdict, c.Verdicts[0].Summary
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/compare"
 )
 
 func init() { subcommands = append(subcommands, newCompareCmd) }
@@ -63,38 +64,38 @@ Exit codes: 0 no side worse, 3 some side worse than A beyond the threshold,
 		RunE: func(cmd *cobra.Command, args []string) error { return runCompare(cmd, co, args) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&co.threshold, "threshold", report.DefaultThreshold.String(), "practical threshold on the median per-iteration disruption: B is worse only when more than both parts above A, e.g. 1s,20% (one part alone: no constraint from the other)")
-	f.Float64Var(&co.alpha, "alpha", report.DefaultAlpha, "significance level of the rank test")
-	f.BoolVar(&co.json, "json", false, "write the comparison as JSON (schema "+report.CompareSchema+") instead of a table")
+	f.StringVar(&co.threshold, "threshold", compare.DefaultThreshold.String(), "practical threshold on the median per-iteration disruption: B is worse only when more than both parts above A, e.g. 1s,20% (one part alone: no constraint from the other)")
+	f.Float64Var(&co.alpha, "alpha", compare.DefaultAlpha, "significance level of the rank test")
+	f.BoolVar(&co.json, "json", false, "write the comparison as JSON (schema "+compare.CompareSchema+") instead of a table")
 	f.StringVar(&co.html, "html", "", "also write a self-contained HTML page comparing every results folder (timelines aligned on the trigger) to FILE")
 	return cmd
 }
 
 func runCompare(cmd *cobra.Command, co *compareOptions, args []string) error {
-	th, err := report.ParseThreshold(co.threshold)
+	th, err := compare.ParseThreshold(co.threshold)
 	if err != nil {
 		return fmt.Errorf("--threshold: %v", err)
 	}
 	if co.alpha <= 0 || co.alpha >= 1 {
 		return fmt.Errorf("--alpha %v: must be between 0 and 1, e.g. 0.05", co.alpha)
 	}
-	sides := make([]report.Side, 0, len(args))
+	sides := make([]compare.Side, 0, len(args))
 	for _, arg := range args {
-		s, err := report.LoadSide(arg)
+		s, err := compare.LoadSide(arg)
 		if err != nil {
 			return err
 		}
 		sides = append(sides, s)
 	}
-	c, err := report.Compare(sides, report.CompareOptions{Threshold: th, Alpha: co.alpha})
+	c, err := compare.Compare(sides, compare.CompareOptions{Threshold: th, Alpha: co.alpha})
 	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
 	if co.json {
-		err = report.WriteCompareJSON(out, c)
+		err = compare.WriteCompareJSON(out, c)
 	} else {
-		err = report.WriteCompare(out, c)
+		err = compare.WriteCompare(out, c)
 	}
 	if err != nil {
 		return err
@@ -118,7 +119,7 @@ func runCompare(cmd *cobra.Command, co *compareOptions, args []string) error {
 
 // writeCompareHTML writes the comparison page of every results folder of
 // every side, in argument order, to path.
-func writeCompareHTML(path string, sides []report.Side) error {
+func writeCompareHTML(path string, sides []compare.Side) error {
 	var dirs []string
 	for _, s := range sides {
 		for _, f := range s.Folders {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/compare"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -181,13 +181,13 @@ func TestCompareCLIJSON(t *testing.T) {
 	if code != 3 {
 		t.Errorf("exit %d, want 3", code)
 	}
-	var c report.Comparison
+	var c compare.Comparison
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
 		t.Fatalf("stdout is not one comparison: %v\n%s", err, out)
 	}
-	if c.Schema != report.CompareSchema || !c.Worse || len(c.Sides) != 2 || c.Sides[1].Role != "B" || c.Sides[0].Label != "lab" {
+	if c.Schema != compare.CompareSchema || !c.Worse || len(c.Sides) != 2 || c.Sides[1].Role != "B" || c.Sides[0].Label != "lab" {
 		t.Errorf("comparison %+v", c)
 	}
 	if c.Threshold.Spec != "1s,20%" || c.Threshold.AbsoluteSeconds != 1 || c.Threshold.RelativePercent != 20 || c.Alpha != 0.05 {
@@ -197,13 +197,13 @@ func TestCompareCLIJSON(t *testing.T) {
 		t.Fatalf("results %+v", c.Results)
 	}
 	v := c.Results[0].Versus[0]
-	if v.Verdict != report.VerdictWorse || v.Basis != report.BasisRankTest || v.Test.N1 != 4 || v.Test.P >= 0.05 {
+	if v.Verdict != compare.VerdictWorse || v.Basis != compare.BasisRankTest || v.Test.N1 != 4 || v.Test.P >= 0.05 {
 		t.Errorf("versus %+v", v)
 	}
 	if s := c.Results[0].Sides[1]; s.N != 4 || s.MedianSeconds != 5 || len(s.Samples) != 4 || s.Samples[0].Iteration != 1 {
 		t.Errorf("B stats %+v", s)
 	}
-	if len(c.Verdicts) != 1 || c.Verdicts[0].Verdict != report.VerdictWorse || len(c.Verdicts[0].WorseOn) != 2 {
+	if len(c.Verdicts) != 1 || c.Verdicts[0].Verdict != compare.VerdictWorse || len(c.Verdicts[0].WorseOn) != 2 {
 		t.Errorf("verdicts %+v", c.Verdicts)
 	}
 	// The field names are a contract: spot-check the raw keys.

@@ -10,6 +10,7 @@ import (
 	"github.com/repro-tools/repro/lab/binaries"
 	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/compare"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -72,7 +73,7 @@ func TestRunOnKubernetes129(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if label := report.FiguresOf(out, r, a, tl).Label; !strings.Contains(label, "kube-apiserver v1.29.6") {
+	if label := compare.FiguresOf(out, r, a, tl).Label; !strings.Contains(label, "kube-apiserver v1.29.6") {
 		t.Errorf("compare label %q does not name the release", label)
 	}
 	for _, p := range a.Pollers {

@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/repro-tools/repro/report"
 )
 
 // WriteCompareJSON writes the comparison as indented JSON (schema
@@ -114,4 +116,54 @@ func tallyText(m map[string]Tally, order []string) string {
 		parts[i] = fmt.Sprintf("%s %d (%s)", k, m[k].Intervals, fmtSeconds(m[k].Seconds))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// writeCompareOutcomes is compare's graded view: per side and
+// backend-connection with failures, the failures summed over the side's
+// folders, how they grade, and what a client-go client would have lost.
+func writeCompareOutcomes(b *strings.Builder, c *Comparison) {
+	type row struct{ name, role string }
+	sums := map[row]*report.PollerOutcomes{}
+	var order []row
+	for _, s := range c.Sides {
+		for _, f := range s.Folders {
+			for _, name := range f.Pollers {
+				po, ok := f.Outcomes[name]
+				if !ok || po.Failures == 0 {
+					continue
+				}
+				k := row{name, s.Role}
+				t := sums[k]
+				if t == nil {
+					t = &report.PollerOutcomes{Name: name}
+					sums[k] = t
+					order = append(order, k)
+				}
+				t.Failures += po.Failures
+				t.Retryable += po.Retryable
+				t.Failed += po.Failed
+				t.ClientLost += po.ClientLost
+				t.ClientRecovered += po.ClientRecovered
+				t.Discounted += po.Discounted
+				t.MaxAddedWait = max(t.MaxAddedWait, po.MaxAddedWait)
+			}
+		}
+	}
+	if len(order) == 0 {
+		return
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		if order[i].name != order[j].name {
+			return order[i].name < order[j].name
+		}
+		return order[i].role < order[j].role
+	})
+	b.WriteString("\nOutcomes graded beside the disruption above (a 429 with Retry-After retryable, the rest failed), and what a client-go GET with its default retries would still have lost:\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BACKEND-CONNECTION\tSIDE\tFAILURES\tRETRYABLE\tFAILED\tCLIENT-GO LOST\tDISCOUNTED")
+	for _, k := range order {
+		t := sums[k]
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", k.name, k.role, t.Failures, t.Retryable, t.Failed, t.ClientLost, t.Discounted)
+	}
+	tw.Flush()
 }

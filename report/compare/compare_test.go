@@ -1,15 +1,17 @@
-package report_test
+package compare_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/compare"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -81,7 +83,7 @@ func writeSynth(t testing.TB, dir string, r synthRun) {
 			s := synthBase.Add(synthBaseline + time.Duration(i)*synthIteration)
 			ms := func(v int) time.Time { return s.Add(time.Duration(v) * time.Millisecond) }
 			write(s, results.KindPhase, "", results.PhaseRollout, 0, n)
-			write(ms(1), results.KindTrigger, "", "repro-test-"+itoa(n), rev-1, n)
+			write(ms(1), results.KindTrigger, "", "repro-test-"+strconv.Itoa(n), rev-1, n)
 			write(ms(100), results.KindRevision, "", "", rev, n)
 			write(ms(1000), results.KindNodeTarget, "master-0", "", rev, n)
 			write(ms(1050), results.KindClusterEvent, "master-0", "ShutdownInitiated", 0, n)
@@ -157,30 +159,30 @@ func seqGap(ds ...float64) func(int, results.ConnectionType) time.Duration {
 
 // compareDirs writes one synthetic folder per side and compares them through
 // the loading path the CLI uses.
-func compareDirs(t *testing.T, opts report.CompareOptions, runs ...synthRun) *report.Comparison {
+func compareDirs(t *testing.T, opts compare.CompareOptions, runs ...synthRun) *compare.Comparison {
 	t.Helper()
 	root := t.TempDir()
-	var sides []report.Side
+	var sides []compare.Side
 	for i, r := range runs {
 		dir := filepath.Join(root, string(rune('a'+i)))
 		writeSynth(t, dir, r)
-		s, err := report.LoadSide(dir)
+		s, err := compare.LoadSide(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sides = append(sides, s)
 	}
-	if opts.Threshold == (report.Threshold{}) {
-		opts.Threshold = report.DefaultThreshold
+	if opts.Threshold == (compare.Threshold{}) {
+		opts.Threshold = compare.DefaultThreshold
 	}
-	c, err := report.Compare(sides, opts)
+	c, err := compare.Compare(sides, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func versusOf(t *testing.T, c *report.Comparison, name string) report.Versus {
+func versusOf(t *testing.T, c *compare.Comparison, name string) compare.Versus {
 	t.Helper()
 	for _, r := range c.Results {
 		if r.Name == name {
@@ -188,13 +190,13 @@ func versusOf(t *testing.T, c *report.Comparison, name string) report.Versus {
 		}
 	}
 	t.Fatalf("no result for %s in %v", name, c.BackendConnections)
-	return report.Versus{}
+	return compare.Versus{}
 }
 
-func text(t *testing.T, c *report.Comparison) string {
+func text(t *testing.T, c *compare.Comparison) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := report.WriteCompare(&b, c); err != nil {
+	if err := compare.WriteCompare(&b, c); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -205,13 +207,13 @@ const kubeNew = "kube-api-new-connections"
 func TestCompareIdentical(t *testing.T) {
 	for _, g := range []time.Duration{0, 2 * time.Second} {
 		r := synthRun{iterations: 5, gap: constGap(g), lab: true}
-		c := compareDirs(t, report.CompareOptions{}, r, r)
-		if c.Worse || c.Verdicts[0].Verdict != report.VerdictNoDifference {
+		c := compareDirs(t, compare.CompareOptions{}, r, r)
+		if c.Worse || c.Verdicts[0].Verdict != compare.VerdictNoDifference {
 			t.Fatalf("gap %v: identical sides judged %+v", g, c.Verdicts[0])
 		}
 		for _, res := range c.Results {
 			v := res.Versus[0]
-			if v.Verdict != report.VerdictNoDifference || v.Test.P != 1 || v.DeltaMedianSeconds != 0 {
+			if v.Verdict != compare.VerdictNoDifference || v.Test.P != 1 || v.DeltaMedianSeconds != 0 {
 				t.Errorf("gap %v, %s: %+v", g, res.Name, v)
 			}
 			if res.Sides[0].N != 5 || res.Sides[0].MedianSeconds != g.Seconds() {
@@ -227,12 +229,12 @@ func TestCompareIdentical(t *testing.T) {
 func TestCompareClearlyWorse(t *testing.T) {
 	a := synthRun{iterations: 6, gap: constGap(0), cluster: map[string]any{"openshift": true, "openshiftVersion": "4.16.12", "platform": "AWS"}}
 	b := synthRun{iterations: 6, gap: constGap(5 * time.Second), cluster: map[string]any{"openshift": true, "openshiftVersion": "4.17.3", "platform": "AWS"}}
-	c := compareDirs(t, report.CompareOptions{}, a, b)
-	if !c.Worse || c.Verdicts[0].Verdict != report.VerdictWorse || len(c.Verdicts[0].WorseOn) != 2 {
+	c := compareDirs(t, compare.CompareOptions{}, a, b)
+	if !c.Worse || c.Verdicts[0].Verdict != compare.VerdictWorse || len(c.Verdicts[0].WorseOn) != 2 {
 		t.Fatalf("verdict %+v", c.Verdicts[0])
 	}
 	v := versusOf(t, c, kubeNew)
-	if v.Verdict != report.VerdictWorse || v.Basis != report.BasisRankTest || !v.Test.Significant {
+	if v.Verdict != compare.VerdictWorse || v.Basis != compare.BasisRankTest || !v.Test.Significant {
 		t.Errorf("versus %+v", v)
 	}
 	// 6 against 6, complete separation: the exact two-sided p is 2/C(12,6).
@@ -259,8 +261,8 @@ func TestCompareClearlyWorse(t *testing.T) {
 		}
 	}
 	// The other way round B is better, and nothing is worse.
-	c = compareDirs(t, report.CompareOptions{}, b, a)
-	if c.Worse || c.Verdicts[0].Verdict != report.VerdictBetter {
+	c = compareDirs(t, compare.CompareOptions{}, b, a)
+	if c.Worse || c.Verdicts[0].Verdict != compare.VerdictBetter {
 		t.Errorf("reversed: %+v", c.Verdicts[0])
 	}
 }
@@ -270,30 +272,30 @@ func TestCompareNoise(t *testing.T) {
 	// 2.5 s (125%) higher, beyond the threshold, but the ranks overlap.
 	a := synthRun{iterations: 8, gap: seqGap(0, 0, 0, 4, 5, 6, 0, 5)}
 	b := synthRun{iterations: 8, gap: seqGap(0, 5, 6, 0, 4, 6, 5, 0)}
-	c := compareDirs(t, report.CompareOptions{}, a, b)
+	c := compareDirs(t, compare.CompareOptions{}, a, b)
 	v := versusOf(t, c, kubeNew)
-	if v.BeyondThreshold != report.VerdictWorse {
+	if v.BeyondThreshold != compare.VerdictWorse {
 		t.Fatalf("the fixture should put the medians beyond the threshold: %+v", v)
 	}
-	if c.Worse || v.Verdict != report.VerdictNotSignificant || v.Test.Significant || v.Test.P < 0.2 {
+	if c.Worse || v.Verdict != compare.VerdictNotSignificant || v.Test.Significant || v.Test.P < 0.2 {
 		t.Errorf("noise judged %+v", v)
 	}
 	if !strings.Contains(v.Reason, "may be noise") {
 		t.Errorf("reason %q", v.Reason)
 	}
 	// Similar distributions within the threshold: no difference.
-	c = compareDirs(t, report.CompareOptions{}, synthRun{iterations: 6, gap: seqGap(1, 1.5, 2, 1.2, 1.8, 1.4)},
+	c = compareDirs(t, compare.CompareOptions{}, synthRun{iterations: 6, gap: seqGap(1, 1.5, 2, 1.2, 1.8, 1.4)},
 		synthRun{iterations: 6, gap: seqGap(1.3, 1.9, 1.1, 1.6, 2, 1.5)})
-	if v := versusOf(t, c, kubeNew); c.Worse || v.Verdict != report.VerdictNoDifference {
+	if v := versusOf(t, c, kubeNew); c.Worse || v.Verdict != compare.VerdictNoDifference {
 		t.Errorf("similar judged %+v", v)
 	}
 }
 
 func TestCompareTooFewIterations(t *testing.T) {
 	for _, n := range []int{1, 2, 3} {
-		c := compareDirs(t, report.CompareOptions{}, synthRun{iterations: n, gap: constGap(0)}, synthRun{iterations: n, gap: constGap(5 * time.Second)})
+		c := compareDirs(t, compare.CompareOptions{}, synthRun{iterations: n, gap: constGap(0)}, synthRun{iterations: n, gap: constGap(5 * time.Second)})
 		v := versusOf(t, c, kubeNew)
-		if !c.Worse || v.Verdict != report.VerdictWorse || v.Basis != report.BasisThresholdOnly || v.Test.Testable {
+		if !c.Worse || v.Verdict != compare.VerdictWorse || v.Basis != compare.BasisThresholdOnly || v.Test.Testable {
 			t.Errorf("n=%d: %+v", n, v)
 		}
 		if !strings.Contains(v.Reason, "too few iterations") || !strings.Contains(v.Reason, "threshold alone") {
@@ -301,17 +303,17 @@ func TestCompareTooFewIterations(t *testing.T) {
 		}
 	}
 	// 3 against 3 can never give p below 0.1.
-	c := compareDirs(t, report.CompareOptions{}, synthRun{iterations: 3, gap: constGap(0)}, synthRun{iterations: 3, gap: constGap(500 * time.Millisecond)})
+	c := compareDirs(t, compare.CompareOptions{}, synthRun{iterations: 3, gap: constGap(0)}, synthRun{iterations: 3, gap: constGap(500 * time.Millisecond)})
 	v := versusOf(t, c, kubeNew)
-	if c.Worse || v.Verdict != report.VerdictNoDifference || v.Basis != report.BasisThresholdOnly || v.Test.MinAttainableP != 0.1 {
+	if c.Worse || v.Verdict != compare.VerdictNoDifference || v.Basis != compare.BasisThresholdOnly || v.Test.MinAttainableP != 0.1 {
 		t.Errorf("3+3 within threshold: %+v", v)
 	}
 	if !strings.Contains(v.Reason, "n=3+3") || !strings.Contains(v.Reason, "0.100") {
 		t.Errorf("reason %q", v.Reason)
 	}
 	// 4 against 4 can (2/70 < 0.05).
-	c = compareDirs(t, report.CompareOptions{}, synthRun{iterations: 4, gap: constGap(0)}, synthRun{iterations: 4, gap: constGap(5 * time.Second)})
-	if v := versusOf(t, c, kubeNew); v.Basis != report.BasisRankTest || !v.Test.Significant {
+	c = compareDirs(t, compare.CompareOptions{}, synthRun{iterations: 4, gap: constGap(0)}, synthRun{iterations: 4, gap: constGap(5 * time.Second)})
+	if v := versusOf(t, c, kubeNew); v.Basis != compare.BasisRankTest || !v.Test.Significant {
 		t.Errorf("4+4: %+v", v)
 	}
 }
@@ -320,33 +322,33 @@ func TestCompareThresholdEdges(t *testing.T) {
 	cases := []struct {
 		name        string
 		a, b        float64
-		th          report.Threshold
+		th          compare.Threshold
 		beyond      string
 		verdict     string
 		significant bool
 	}{
 		// 1.1 s worse but only 18% of A's 6 s: significant, within threshold.
-		{"1.1s but 18%", 6, 7.1, report.DefaultThreshold, "", report.VerdictSlightlyWorse, true},
+		{"1.1s but 18%", 6, 7.1, compare.DefaultThreshold, "", compare.VerdictSlightlyWorse, true},
 		// 180% worse but only 0.9 s.
-		{"180% but 0.9s", 0.5, 1.4, report.DefaultThreshold, "", report.VerdictSlightlyWorse, true},
+		{"180% but 0.9s", 0.5, 1.4, compare.DefaultThreshold, "", compare.VerdictSlightlyWorse, true},
 		// Exactly 1 s and exactly 20% is not more than either.
-		{"exactly 1s 20%", 5, 6, report.DefaultThreshold, "", report.VerdictSlightlyWorse, true},
+		{"exactly 1s 20%", 5, 6, compare.DefaultThreshold, "", compare.VerdictSlightlyWorse, true},
 		// Just over both.
-		{"1.1s and 22%", 5, 6.1, report.DefaultThreshold, report.VerdictWorse, report.VerdictWorse, true},
+		{"1.1s and 22%", 5, 6.1, compare.DefaultThreshold, compare.VerdictWorse, compare.VerdictWorse, true},
 		// A looser threshold lets it pass.
-		{"under 2s,50%", 4, 5.5, report.Threshold{Absolute: 2 * time.Second, Relative: 0.5}, "", report.VerdictSlightlyWorse, true},
+		{"under 2s,50%", 4, 5.5, compare.Threshold{Absolute: 2 * time.Second, Relative: 0.5}, "", compare.VerdictSlightlyWorse, true},
 		// Absolute part only.
-		{"1s only", 10, 11.2, report.Threshold{Absolute: time.Second}, report.VerdictWorse, report.VerdictWorse, true},
+		{"1s only", 10, 11.2, compare.Threshold{Absolute: time.Second}, compare.VerdictWorse, compare.VerdictWorse, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := compareDirs(t, report.CompareOptions{Threshold: tc.th},
+			c := compareDirs(t, compare.CompareOptions{Threshold: tc.th},
 				synthRun{iterations: 5, gap: seqGap(tc.a)}, synthRun{iterations: 5, gap: seqGap(tc.b)})
 			v := versusOf(t, c, kubeNew)
 			if v.BeyondThreshold != tc.beyond || v.Verdict != tc.verdict || v.Test.Significant != tc.significant {
 				t.Errorf("got beyond=%q verdict=%q significant=%v (%s)", v.BeyondThreshold, v.Verdict, v.Test.Significant, v.Reason)
 			}
-			if c.Worse != (tc.verdict == report.VerdictWorse) {
+			if c.Worse != (tc.verdict == compare.VerdictWorse) {
 				t.Errorf("Worse=%v", c.Worse)
 			}
 		})
@@ -362,24 +364,24 @@ func TestCompareGroupsAndWholeRuns(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "runs-a", "notes"), 0o755)
 	writeSynth(t, filepath.Join(root, "probe"), synthRun{gap: constGap(4 * time.Second)})
 
-	a, err := report.LoadSide(filepath.Join(root, "runs-a"))
+	a, err := compare.LoadSide(filepath.Join(root, "runs-a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.Folders) != 2 || a.Folders[0].Kind != report.KindIterations || a.Folders[0].Iterations != 3 {
+	if len(a.Folders) != 2 || a.Folders[0].Kind != compare.KindIterations || a.Folders[0].Iterations != 3 {
 		t.Fatalf("group %+v", a.Folders)
 	}
 	if got := a.Folders[0].Outside[kubeNew]; got != 0.7 {
 		t.Errorf("baseline disruption %v, want 0.7", got)
 	}
-	b, err := report.LoadSide(filepath.Join(root, "probe"))
+	b, err := compare.LoadSide(filepath.Join(root, "probe"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Folders[0].Kind != report.KindWholeRun || b.Folders[0].Iterations != 1 || b.Folders[0].Label != "probe" {
+	if b.Folders[0].Kind != compare.KindWholeRun || b.Folders[0].Iterations != 1 || b.Folders[0].Label != "probe" {
 		t.Fatalf("probe %+v", b.Folders[0])
 	}
-	c, err := report.Compare([]report.Side{a, b}, report.CompareOptions{Threshold: report.DefaultThreshold})
+	c, err := compare.Compare([]compare.Side{a, b}, compare.CompareOptions{Threshold: compare.DefaultThreshold})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +392,7 @@ func TestCompareGroupsAndWholeRuns(t *testing.T) {
 	if as.N != 6 || as.MedianSeconds != 2 || as.MaxSeconds != 3 || as.Intervals != 6 {
 		t.Errorf("pooled A %+v", as)
 	}
-	if bs := c.Results[0].Sides[1]; bs.N != 1 || bs.MedianSeconds != 4 || bs.Where[report.WhereNoRollout].Intervals != 1 {
+	if bs := c.Results[0].Sides[1]; bs.N != 1 || bs.MedianSeconds != 4 || bs.Where[compare.WhereNoRollout].Intervals != 1 {
 		t.Errorf("probe B %+v", bs)
 	}
 	out := text(t, c)
@@ -416,43 +418,43 @@ func TestCompareBadInput(t *testing.T) {
 		{noSamples, "no samples"},
 		{file, "not a folder"},
 	} {
-		_, err := report.LoadSide(tc.dir)
+		_, err := compare.LoadSide(tc.dir)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line with %q", tc.dir, err, tc.want)
 		}
 	}
-	if _, err := report.Compare([]report.Side{{Name: "a"}}, report.CompareOptions{}); err == nil {
+	if _, err := compare.Compare([]compare.Side{{Name: "a"}}, compare.CompareOptions{}); err == nil {
 		t.Error("one side accepted")
 	}
 }
 
 func TestParseThreshold(t *testing.T) {
-	good := map[string]report.Threshold{
+	good := map[string]compare.Threshold{
 		"1s,20%":     {Absolute: time.Second, Relative: 0.2},
 		"20%, 500ms": {Absolute: 500 * time.Millisecond, Relative: 0.2},
 		"2s":         {Absolute: 2 * time.Second},
 		"12.5%":      {Relative: 0.125},
 	}
 	for in, want := range good {
-		got, err := report.ParseThreshold(in)
+		got, err := compare.ParseThreshold(in)
 		if err != nil || got != want {
 			t.Errorf("%q: %+v, %v", in, got, err)
 		}
 	}
 	for _, in := range []string{"", "1s,", "abc", "-1s", "x%", "1s,2s", "5%,6%"} {
-		if _, err := report.ParseThreshold(in); err == nil {
+		if _, err := compare.ParseThreshold(in); err == nil {
 			t.Errorf("%q accepted", in)
 		}
 	}
-	if s := report.DefaultThreshold.String(); s != "1s,20%" {
+	if s := compare.DefaultThreshold.String(); s != "1s,20%" {
 		t.Errorf("default renders %q", s)
 	}
 }
 
 func TestCompareJSONShape(t *testing.T) {
-	c := compareDirs(t, report.CompareOptions{}, synthRun{iterations: 2, gap: constGap(0)}, synthRun{iterations: 2, gap: constGap(0)})
+	c := compareDirs(t, compare.CompareOptions{}, synthRun{iterations: 2, gap: constGap(0)}, synthRun{iterations: 2, gap: constGap(0)})
 	var b bytes.Buffer
-	if err := report.WriteCompareJSON(&b, c); err != nil {
+	if err := compare.WriteCompareJSON(&b, c); err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
@@ -464,7 +466,7 @@ func TestCompareJSONShape(t *testing.T) {
 			t.Errorf("JSON lacks %q", k)
 		}
 	}
-	if m["schema"] != report.CompareSchema {
+	if m["schema"] != compare.CompareSchema {
 		t.Errorf("schema %v", m["schema"])
 	}
 	res := m["results"].([]any)[0].(map[string]any)
@@ -505,7 +507,7 @@ func TestCompareLabels(t *testing.T) {
 		{mkRun(map[string]any{"target": "cluster", "cluster": map[string]any{"openshiftVersion": "4.17.3", "platform": "AWS"}}), "OpenShift 4.17.3 (AWS)"},
 		{mkRun(map[string]any{"target": "cluster", "cluster": map[string]any{"serverVersion": "v1.31.2"}}), "Kubernetes v1.31.2"},
 	} {
-		if got := report.FiguresOf("/tmp/folder-x/", tc.run, a, nil).Label; got != tc.want {
+		if got := compare.FiguresOf("/tmp/folder-x/", tc.run, a, nil).Label; got != tc.want {
 			t.Errorf("%v: label %q, want %q", tc.run, got, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/perf/benchmath"
 
+	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -51,7 +52,7 @@ const (
 )
 
 // whereOrder is the display order of Where keys.
-var whereOrder = []string{string(NodeTerminating), string(NodeStarting), string(NodeReady), WhereCoolDown, WhereOther, WhereNoRollout}
+var whereOrder = []string{string(report.NodeTerminating), string(report.NodeStarting), string(report.NodeReady), WhereCoolDown, WhereOther, WhereNoRollout}
 
 // Sample kinds of a folder.
 const (
@@ -203,18 +204,18 @@ type FolderFigures struct {
 	Samples map[string][]IterationFigure `json:"-"`
 	// Outcomes are each backend-connection's graded outcomes over the
 	// whole folder (outcomes.go).
-	Outcomes map[string]PollerOutcomes `json:"outcomes,omitempty"`
+	Outcomes map[string]report.PollerOutcomes `json:"outcomes,omitempty"`
 }
 
 // FiguresOf derives a folder's samples from its analysis and timeline. It is
 // a pure function; run may be nil.
-func FiguresOf(dir string, run *results.Run, a *Analysis, tl *Timeline) FolderFigures {
+func FiguresOf(dir string, run *results.Run, a *report.Analysis, tl *report.Timeline) FolderFigures {
 	ff := FolderFigures{Dir: dir, Label: runLabel(run, dir), Samples: map[string][]IterationFigure{}, Outside: map[string]float64{}}
 	if run != nil {
 		ff.Status = run.Status
 	}
 	if tl == nil {
-		tl = BuildTimeline(nil)
+		tl = report.BuildTimeline(nil)
 	}
 	var iters []int
 	seen := map[int]bool{}
@@ -238,7 +239,7 @@ func FiguresOf(dir string, run *results.Run, a *Analysis, tl *Timeline) FolderFi
 		ff.Kind, ff.Iterations = KindIterations, len(iters)
 	}
 	if a.Outcomes != nil {
-		ff.Outcomes = map[string]PollerOutcomes{}
+		ff.Outcomes = map[string]report.PollerOutcomes{}
 		for _, po := range a.Outcomes.Pollers {
 			ff.Outcomes[po.Name] = po
 		}
@@ -254,7 +255,7 @@ func FiguresOf(dir string, run *results.Run, a *Analysis, tl *Timeline) FolderFi
 		}
 		ff.Samples[p.Name] = figs
 	}
-	for _, pl := range Place(a.Intervals, tl) {
+	for _, pl := range report.Place(a.Intervals, tl) {
 		figs, ok := ff.Samples[pl.Name]
 		if !ok {
 			continue
@@ -275,7 +276,7 @@ func FiguresOf(dir string, run *results.Run, a *Analysis, tl *Timeline) FolderFi
 			switch {
 			case stage == results.PhaseCoolDown:
 				where = WhereCoolDown
-			case pl.NodePhase != "" && pl.NodePhase != NodePending:
+			case pl.NodePhase != "" && pl.NodePhase != report.NodePending:
 				where = string(pl.NodePhase)
 			default:
 				where = WhereOther
@@ -299,7 +300,7 @@ func FiguresOf(dir string, run *results.Run, a *Analysis, tl *Timeline) FolderFi
 // iterationOf returns the iteration whose rollout or cool-down stage an
 // interval starts in (0 for none) and the stage's name. A timeline without
 // stages falls back on the placement's iteration.
-func iterationOf(tl *Timeline, pl Placement) (int, string) {
+func iterationOf(tl *report.Timeline, pl report.Placement) (int, string) {
 	if len(tl.Stages) == 0 {
 		return pl.Iteration, pl.Stage
 	}
@@ -424,11 +425,11 @@ func LoadFolderFigures(dir string) (FolderFigures, error) {
 	if err != nil {
 		return FolderFigures{}, err
 	}
-	a, err := LoadSamples(f.Path(results.SamplesFile))
+	a, err := report.LoadSamples(f.Path(results.SamplesFile))
 	if err != nil {
 		return FolderFigures{}, fmt.Errorf("%s: %v", dir, err)
 	}
-	tl, err := LoadTimeline(f)
+	tl, err := report.LoadTimeline(f)
 	if err != nil {
 		return FolderFigures{}, fmt.Errorf("%s: %v", dir, err)
 	}
