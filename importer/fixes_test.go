@@ -243,3 +243,20 @@ func TestUnsetEndIsZeroLength(t *testing.T) {
 		t.Errorf("--out wrote %d failed reused samples, want 2 (30-32 s)", failed["reused"])
 	}
 }
+
+// TestSpanBeyondAnyCIRunIsRefused: --out writes a sample a second for the
+// run's whole span, so a file whose times span years is refused in one line
+// instead of writing without bound.
+func TestSpanBeyondAnyCIRunIsRefused(t *testing.T) {
+	root := t.TempDir()
+	ivs := []origin.Interval{
+		disruption("kube-api-new-connections", "new", 20, 22, headers),
+		nodeUpdate("worker-a", "Drain", 0, 3*365*24*3600),
+	}
+	writeRun(t, filepath.Join(root, "run"), "e2e-timelines_spyglass_20260304-100000.json", ivs, origin.FormatStructured)
+	runs, ps := load(t, filepath.Join(root, "run"))
+	err := WriteFolder(filepath.Join(root, "out"), runs[0], ps, OutOptions{})
+	if err == nil || !strings.Contains(err.Error(), "longer than any CI run") {
+		t.Fatalf("a span of three years was not refused: %v", err)
+	}
+}

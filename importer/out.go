@@ -106,6 +106,12 @@ func patternGroups(ps []Placement) []patternGroup {
 	return out
 }
 
+// MaxRunSpan bounds the time a run's intervals may span when it is written
+// as a results folder, which holds one sample a second per backend: a CI job
+// runs for hours (prow ends a job at its timeout), so a longer span is a
+// file with broken times, and writing it would take without bound.
+const MaxRunSpan = 48 * time.Hour
+
 // WriteJSON writes every placement as one JSON list.
 func WriteJSON(w io.Writer, ps []Placement) error {
 	if ps == nil {
@@ -245,6 +251,10 @@ func WriteFolder(dir string, r Run, ps []Placement, o OutOptions) error {
 		return fmt.Errorf("%s: no Disruption intervals to import (the run sampled no backends)", r.Name)
 	}
 	from, to = from.Truncate(time.Second), to.Truncate(time.Second).Add(time.Second)
+	if to.Sub(from) > MaxRunSpan {
+		return fmt.Errorf("%s: its intervals span %s (%s to %s), longer than any CI run (limit %s): check the files' times", r.Name,
+			to.Sub(from).Round(time.Second), from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), MaxRunSpan)
+	}
 	keep := map[string]bool{}
 	for _, p := range ps {
 		if o.Pattern == "" || p.Pattern == o.Pattern {
