@@ -7,7 +7,8 @@
 // pure functions of samples; IntervalItems, BackendDisruption and
 // WriteSummary render an Analysis; Rebuild ties them to a results folder and
 // accepts extra interval items (e.g. rollout events) to merge into
-// intervals.json.
+// intervals.json. Comparing folders is package report/compare, which
+// builds on this model.
 //
 // The interval rule is origin's, at the prober's resolution: per poller, in
 // sequence order, a run of failed samples is one interval from the first
