@@ -474,7 +474,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run"}, `required flag(s) "scenario" not set`},
 		{[]string{"run", "--scenario", "baseline", "--interval", "1ms"}, "below the minimum"},
 		{[]string{"run", "--scenario", "baseline", "--backends", "kube-api,bogus"}, "bogus"},
-		{[]string{"run", "--scenario", "apiserver-rollout", "--iterations", "0"}, "--iterations must be at least 1"},
+		{[]string{"run", "--scenario", "apiserver-rollout", "--iterations", "0"}, "--iterations must be 1..1000, got 0"},
 		{[]string{"run", "--scenario", "apiserver-rollout", "--max-disruption", "-1s"}, "--max-disruption must not be negative, got -1s"},
 		{[]string{"run", "--scenario", "apiserver-rollout", "--baseline", "-5s"}, "--baseline must not be negative"},
 		{[]string{"run", "--scenario", "apiserver-rollout", "--cool-down", "-1s"}, "--cool-down must not be negative"},
