@@ -480,11 +480,11 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run", "--scenario", "apiserver-rollout", "--cool-down", "-1s"}, "--cool-down must not be negative"},
 		{[]string{"run", "--scenario", "apiserver-rollout", "--follow-timeout", "-1m"}, "--follow-timeout must not be negative"},
 		{[]string{"run", "--scenario", "baseline", "--interval", "0s"}, "--interval 0s is below the minimum"},
-		{[]string{"run", "--scenario", "baseline", "--probe-timeout", "0s"}, "--probe-timeout must be positive"},
-		{[]string{"run", "--scenario", "baseline", "--probe-timeout", "-2s"}, "--probe-timeout must be positive"},
+		{[]string{"run", "--scenario", "baseline", "--probe-timeout", "0s"}, "--probe-timeout 0s is below the minimum of 100ms"},
+		{[]string{"run", "--scenario", "baseline", "--probe-timeout", "-2s"}, "--probe-timeout -2s is below the minimum of 100ms"},
 		{[]string{"probe", "--duration", "-1s"}, "--duration is required and must be positive"},
 		{[]string{"probe", "--duration", "1m", "--interval", "0s"}, "--interval 0s is below the minimum"},
-		{[]string{"probe", "--duration", "1m", "--probe-timeout", "0s"}, "--probe-timeout must be positive"},
+		{[]string{"probe", "--duration", "1m", "--probe-timeout", "0s"}, "--probe-timeout 0s is below the minimum of 100ms"},
 		{[]string{"run", "--scenario", "baseline", "--log-level", "loud"}, `--log-level "loud": use debug, info, warn or error`},
 	} {
 		res := repro(t, ctx, tc.args...)
