@@ -15,7 +15,7 @@ type metricsFlags struct {
 }
 
 func (m *metricsFlags) bind(f *pflag.FlagSet) {
-	f.DurationVar(&m.interval, "metrics-interval", 0, "scrape each apiserver's own /metrics this often during the run (default 1s on the lab, 2s live; negative: no scraping)")
+	f.DurationVar(&m.interval, "metrics-interval", 0, "scrape each apiserver's own /metrics this often during the run (default 2s; the lab's Prometheus also scrapes every 1s; negative: no scraping)")
 	f.BoolVar(&m.monitoring, "monitoring", true, "after the run, read etcd's and the control-plane nodes' metrics from the cluster's monitoring (needs a token with cluster-monitoring-view), or the lab's Prometheus")
 }
 
