@@ -91,14 +91,8 @@ type Lab struct {
 	auditPolicy   string
 	kubeletClient pki.KubeletClient
 
-	// The aggregated API servers (replicas.go): their binary, the host
-	// address they listen on, their certificates, and the replicas.
-	aggBin   string
-	hostIP   net.IP
-	agg      pki.Aggregation
-	replicas []*Replica
-	epMu     sync.Mutex
-	epClient kubernetes.Interface
+	// aggr is the aggregated API servers' state (replicas.go).
+	aggr aggregation
 
 	// prom is the lab's Prometheus (prometheus.go), nil without one.
 	prom *promserver.Server
@@ -195,7 +189,7 @@ func (l *Lab) prepare(ctx context.Context) (BinaryPaths, error) {
 	if err != nil {
 		return bins, err
 	}
-	l.kasBin, l.etcdBin, l.aggBin = bins.KubeAPIServer, bins.Etcd, bins.Aggregated
+	l.kasBin, l.etcdBin, l.aggr.bin = bins.KubeAPIServer, bins.Etcd, bins.Aggregated
 	l.kubeVersion = binaryVersion(ctx, l.kasBin)
 	l.log.Info("kube-apiserver", zap.String("binary", l.kasBin), zap.String("version", l.kubeVersion.String()),
 		zap.String("featureGates", featureGatesFor(l.kubeVersion.Minor)))
@@ -598,7 +592,7 @@ func (l *Lab) Stop() error {
 			}()
 		}
 		wg.Wait()
-		for _, r := range l.replicas {
+		for _, r := range l.aggr.replicas {
 			errs = appendErr(errs, r.kill())
 		}
 		l.bg.Wait()
