@@ -131,10 +131,10 @@ func (h stallHook) Forward(ctx context.Context, _ netproxy.Direction, _ int) err
 func (l *Lab) rejoined(n *Node) {
 	f := l.opts.Faults
 	if f.AggregatedRollout {
-		l.rollReplicasOn(n)
+		l.aggr.rollReplicasOn(n)
 	}
 	if f.AggregatedEtcdStall > 0 && (len(f.EtcdStallOn) == 0 || slices.Contains(f.EtcdStallOn, n.name)) {
-		l.stallReplicasOn(n)
+		l.aggr.stallReplicasOn(n)
 	}
 	if f.EtcdStall <= 0 || (len(f.EtcdStallOn) > 0 && !slices.Contains(f.EtcdStallOn, n.name)) {
 		return

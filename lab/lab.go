@@ -131,6 +131,7 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		return nil, err
 	}
 	l := &Lab{opts: opts, log: opts.Logger, stopped: make(chan struct{})}
+	l.aggr.l = l
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	defer func() {
 		// Any failure, and a panic on the way up, leaves nothing running.
@@ -255,7 +256,7 @@ func (l *Lab) wire() error {
 	if err := l.setupNodeLogs(); err != nil {
 		return err
 	}
-	if err := l.setupAggregation(); err != nil {
+	if err := l.aggr.setupAggregation(); err != nil {
 		return err
 	}
 
@@ -350,7 +351,7 @@ func (l *Lab) serve(ctx context.Context, prometheus string) error {
 	if err := l.registerKubelets(ctx); err != nil {
 		return err
 	}
-	if err := l.startAggregated(ctx); err != nil {
+	if err := l.aggr.startAggregated(ctx); err != nil {
 		return err
 	}
 	if prometheus != "" {
@@ -601,7 +602,7 @@ func (l *Lab) Stop() error {
 		for _, n := range l.nodes {
 			errs = appendErr(errs, n.kill())
 		}
-		errs = append(errs, l.stopReplicas()...)
+		errs = append(errs, l.aggr.stopReplicas()...)
 		for _, n := range l.nodes {
 			n.wait()
 			if n.proxy != nil {

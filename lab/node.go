@@ -148,7 +148,7 @@ func (n *Node) args() []string {
 	}
 	args = append(args, n.auditArgs()...)
 	args = append(args, n.lab.kubeletArgs()...)
-	args = append(args, n.lab.aggregatorArgs()...)
+	args = append(args, n.lab.aggr.aggregatorArgs()...)
 	return append(args, o.ExtraAPIServerArgs...)
 }
 

@@ -60,8 +60,10 @@ const aggregatedShutdownDelay = 2 * time.Second
 // the dynamic client so repro need not link kube-aggregator's types.
 var apiServiceGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 
-// aggregation is the lab's state for the aggregated API servers.
+// aggregation is the lab's part for the aggregated API servers: their
+// state, and what sets them up, keeps their endpoints and stops them.
 type aggregation struct {
+	l *Lab // the lab it is part of
 	// bin is the aggregated server's binary; hostIP the host address the
 	// replicas listen on (Endpoints refuse loopback); certs their
 	// certificates.
@@ -142,9 +144,10 @@ func (l *Lab) Replicas() []*Replica { return append([]*Replica(nil), l.aggr.repl
 // setupAggregation issues the aggregation layer's certificates and lays out
 // the replicas (ports, etcd proxies, log folders); it runs before the
 // kube-apiservers start, which need the front-proxy files.
-func (l *Lab) setupAggregation() error {
-	l.aggr.hostIP = hostAddress()
-	if l.aggr.hostIP == nil {
+func (a *aggregation) setupAggregation() error {
+	l := a.l
+	a.hostIP = hostAddress()
+	if a.hostIP == nil {
 		return fmt.Errorf("the lab's aggregated API servers need a non-loopback address (Endpoints refuse loopback ones) and this host has none: bring up a network interface with an address")
 	}
 	var names []string
@@ -152,12 +155,12 @@ func (l *Lab) setupAggregation() error {
 		names = append(names, "api."+g.Namespace+".svc", "api."+g.Namespace+".svc.cluster.local")
 	}
 	var err error
-	if l.aggr.certs, err = l.pki.IssueAggregation(l.aggr.hostIP, names); err != nil {
+	if a.certs, err = l.pki.IssueAggregation(a.hostIP, names); err != nil {
 		return fmt.Errorf("aggregation certificates: %w", err)
 	}
 	for _, g := range aggregated.Groups {
 		for _, n := range l.nodes {
-			port, err := freePortOn(l.aggr.hostIP)
+			port, err := freePortOn(a.hostIP)
 			if err != nil {
 				return err
 			}
@@ -168,7 +171,7 @@ func (l *Lab) setupAggregation() error {
 			if err := os.MkdirAll(filepath.Join(n.nodeLogDir(), g.Component), 0o755); err != nil {
 				return err
 			}
-			l.aggr.replicas = append(l.aggr.replicas, &Replica{group: g, node: n,
+			a.replicas = append(a.replicas, &Replica{group: g, node: n,
 				supervised: newSupervised(l, port, px, l.log.With(zap.String("node", n.name), zap.String("group", g.Name)))})
 		}
 	}
@@ -187,29 +190,30 @@ func freePortOn(ip net.IP) (int, error) {
 // aggregatorArgs are kube-apiserver's aggregation flags: the front proxy's
 // CA and client certificate, and routing to endpoints rather than the
 // Service's cluster IP (nothing implements cluster IPs in the lab).
-func (l *Lab) aggregatorArgs() []string {
-	if l.aggr.certs.FrontProxyCA == "" {
+func (a *aggregation) aggregatorArgs() []string {
+	if a.certs.FrontProxyCA == "" {
 		return nil
 	}
 	return []string{
-		"--requestheader-client-ca-file=" + l.aggr.certs.FrontProxyCA,
+		"--requestheader-client-ca-file=" + a.certs.FrontProxyCA,
 		"--requestheader-allowed-names=" + pki.FrontProxyClientName,
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file=" + l.aggr.certs.ProxyClientCert,
-		"--proxy-client-key-file=" + l.aggr.certs.ProxyClientKey,
+		"--proxy-client-cert-file=" + a.certs.ProxyClientCert,
+		"--proxy-client-key-file=" + a.certs.ProxyClientKey,
 		"--enable-aggregator-routing=true",
 	}
 }
 
 // kubeconfigFor writes the replicas' kubeconfig for node: its own
 // kube-apiserver, the replicas' client certificate.
-func (l *Lab) kubeconfigFor(n *Node) (string, error) {
+func (a *aggregation) kubeconfigFor(n *Node) (string, error) {
+	l := a.l
 	p := filepath.Join(l.pki.Dir, "aggregated-"+n.name+".kubeconfig")
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["lab"] = &clientcmdapi.Cluster{Server: n.URL(), CertificateAuthority: l.pki.CACert}
-	cfg.AuthInfos["aggregated"] = &clientcmdapi.AuthInfo{ClientCertificate: l.aggr.certs.ClientCert, ClientKey: l.aggr.certs.ClientKey}
+	cfg.AuthInfos["aggregated"] = &clientcmdapi.AuthInfo{ClientCertificate: a.certs.ClientCert, ClientKey: a.certs.ClientKey}
 	cfg.Contexts["lab"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: "aggregated"}
 	cfg.CurrentContext = "lab"
 	return p, clientcmd.WriteToFile(*cfg, p)
@@ -319,7 +323,7 @@ func (r *Replica) terminate() error {
 	r.ready = false
 	r.mu.Unlock()
 	r.notify()
-	r.lab.syncEndpoints(r.lab.ctx, r.group)
+	r.lab.aggr.syncEndpoints(r.lab.ctx, r.group)
 	_, err := p.Terminate(r.lab.opts.GracePeriod)
 	r.mu.Lock()
 	rec.Exited, rec.ExitStatus = p.ExitedAt(), p.ExitStatus()
@@ -334,25 +338,26 @@ func (r *Replica) terminate() error {
 // aggregated APIs (namespaces, RBAC, Services, APIServices), starts every
 // replica, publishes their endpoints and waits until both APIServices are
 // Available. It runs once the kube-apiservers are in service.
-func (l *Lab) startAggregated(ctx context.Context) error {
+func (a *aggregation) startAggregated(ctx context.Context) error {
+	l := a.l
 	began := time.Now()
-	if err := l.bootstrapAggregated(ctx); err != nil {
+	if err := a.bootstrapAggregated(ctx); err != nil {
 		return err
 	}
 	kubeconfigs := map[string]string{}
 	for _, n := range l.nodes {
-		p, err := l.kubeconfigFor(n)
+		p, err := a.kubeconfigFor(n)
 		if err != nil {
 			return err
 		}
 		kubeconfigs[n.name] = p
 	}
-	errs := make(chan error, len(l.aggr.replicas))
-	for _, r := range l.aggr.replicas {
+	errs := make(chan error, len(a.replicas))
+	for _, r := range a.replicas {
 		go func() { errs <- r.start(ctx, kubeconfigs[r.node.name]) }()
 	}
 	var startErr error
-	for range l.aggr.replicas {
+	for range a.replicas {
 		if err := <-errs; err != nil && startErr == nil {
 			startErr = err
 		}
@@ -361,23 +366,24 @@ func (l *Lab) startAggregated(ctx context.Context) error {
 		return startErr
 	}
 	for _, g := range aggregated.Groups {
-		if err := l.syncEndpoints(ctx, g); err != nil {
+		if err := a.syncEndpoints(ctx, g); err != nil {
 			return err
 		}
 	}
-	for _, r := range l.aggr.replicas {
+	for _, r := range a.replicas {
 		l.bg.Add(2)
 		go func() { defer l.bg.Done(); r.probeLoop(l.ctx) }()
 		go func() { defer l.bg.Done(); r.kubeletLoop(l.ctx) }()
 	}
-	if err := l.waitAPIServicesAvailable(ctx); err != nil {
+	if err := a.waitAPIServicesAvailable(ctx); err != nil {
 		return err
 	}
-	l.log.Info("aggregated APIs available", zap.Int("replicas", len(l.aggr.replicas)), zap.Duration("took", time.Since(began).Round(time.Millisecond)))
+	l.log.Info("aggregated APIs available", zap.Int("replicas", len(a.replicas)), zap.Duration("took", time.Since(began).Round(time.Millisecond)))
 	return nil
 }
 
-func (l *Lab) bootstrapAggregated(ctx context.Context) error {
+func (a *aggregation) bootstrapAggregated(ctx context.Context) error {
+	l := a.l
 	kube := l.client
 	retry := func(what string, fn func() error) error {
 		if err := operator.RetryTransient(ctx, func() error {
@@ -456,30 +462,31 @@ func (l *Lab) bootstrapAggregated(ctx context.Context) error {
 // would. Both: the aggregator resolves through Endpoints up to Kubernetes
 // 1.32 and EndpointSlices since (kubernetes
 // staging/src/k8s.io/kube-aggregator/pkg/apiserver/resolvers.go).
-func (l *Lab) syncEndpoints(ctx context.Context, g aggregated.Group) error {
-	l.aggr.epMu.Lock()
-	defer l.aggr.epMu.Unlock()
-	if l.aggr.epClient == nil {
+func (a *aggregation) syncEndpoints(ctx context.Context, g aggregated.Group) error {
+	l := a.l
+	a.epMu.Lock()
+	defer a.epMu.Unlock()
+	if a.epClient == nil {
 		// Endpoints are deprecated since 1.33 and every write says so;
 		// the lab writes them on purpose (1.29's aggregator reads them).
 		c := rest.CopyConfig(l.cfg)
 		c.WarningHandler = rest.NoWarnings{}
 		var err error
-		if l.aggr.epClient, err = kubernetes.NewForConfig(c); err != nil {
+		if a.epClient, err = kubernetes.NewForConfig(c); err != nil {
 			return err
 		}
 	}
-	kube := l.aggr.epClient
+	kube := a.epClient
 	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: g.Namespace, Labels: map[string]string{"app": g.Component}}}
 	var slices []*discoveryv1.EndpointSlice
-	for _, r := range l.aggr.replicas {
+	for _, r := range a.replicas {
 		if r.group != g {
 			continue
 		}
 		r.mu.Lock()
 		ready, running := r.ready, r.proc != nil
 		r.mu.Unlock()
-		addr := corev1.EndpointAddress{IP: l.aggr.hostIP.String(), NodeName: ptr.To(r.node.name),
+		addr := corev1.EndpointAddress{IP: a.hostIP.String(), NodeName: ptr.To(r.node.name),
 			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: g.Namespace, Name: r.podName()}}
 		// Each replica has its own port, so each is its own subset (and
 		// slice): an endpoint's ports are shared by its addresses.
@@ -495,7 +502,7 @@ func (l *Lab) syncEndpoints(ctx context.Context, g aggregated.Group) error {
 				discoveryv1.LabelServiceName: "api", discoveryv1.LabelManagedBy: "repro-lab"}},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Endpoints: []discoveryv1.Endpoint{{
-				Addresses:  []string{l.aggr.hostIP.String()},
+				Addresses:  []string{a.hostIP.String()},
 				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(ready), Terminating: ptr.To(!running)},
 				NodeName:   ptr.To(r.node.name),
 				TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: g.Namespace, Name: r.podName()},
@@ -503,7 +510,7 @@ func (l *Lab) syncEndpoints(ctx context.Context, g aggregated.Group) error {
 			Ports: []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(r.port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
 		})
 	}
-	if l.aggr.hostIP.To4() == nil {
+	if a.hostIP.To4() == nil {
 		for _, s := range slices {
 			s.AddressType = discoveryv1.AddressTypeIPv6
 		}
@@ -579,7 +586,8 @@ func (l *Lab) APIServices(ctx context.Context) ([]APIServiceStatus, error) {
 	return out, nil
 }
 
-func (l *Lab) waitAPIServicesAvailable(ctx context.Context) error {
+func (a *aggregation) waitAPIServicesAvailable(ctx context.Context) error {
+	l := a.l
 	last := ""
 	for {
 		sts, err := l.APIServices(ctx)
@@ -618,7 +626,7 @@ func (r *Replica) probeLoop(ctx context.Context) {
 			return changed
 		},
 		func(ctx context.Context) {
-			if err := r.lab.syncEndpoints(ctx, r.group); err != nil && ctx.Err() == nil {
+			if err := r.lab.aggr.syncEndpoints(ctx, r.group); err != nil && ctx.Err() == nil {
 				r.log.Warn("updating endpoints", zap.Error(err))
 			}
 		})
@@ -719,7 +727,8 @@ func (r *Replica) pod() *corev1.Pod {
 
 // rollReplicasOn restarts n's replicas in the background (the
 // aggregated-rollout knob).
-func (l *Lab) rollReplicasOn(n *Node) {
+func (a *aggregation) rollReplicasOn(n *Node) {
+	l := a.l
 	l.bg.Add(1)
 	go func() {
 		defer l.bg.Done()
@@ -756,7 +765,7 @@ func (l *Lab) RollReplicas(ctx context.Context, node string) error {
 				errs <- err
 				return
 			}
-			errs <- l.syncEndpoints(ctx, r.group)
+			errs <- l.aggr.syncEndpoints(ctx, r.group)
 		}()
 	}
 	var first error
@@ -771,10 +780,11 @@ func (l *Lab) RollReplicas(ctx context.Context, node string) error {
 // stallReplicasOn holds the etcd links of n's replicas for
 // AggregatedEtcdStall, EtcdStallAfter after n's kube-apiserver is back in
 // service.
-func (l *Lab) stallReplicasOn(n *Node) {
+func (a *aggregation) stallReplicasOn(n *Node) {
+	l := a.l
 	var proxies []*netproxy.Proxy
 	var names []string
-	for _, r := range l.aggr.replicas {
+	for _, r := range a.replicas {
 		if r.node == n {
 			proxies = append(proxies, r.proxy)
 			names = append(names, r.group.Component+"/"+n.name)
@@ -784,12 +794,12 @@ func (l *Lab) stallReplicasOn(n *Node) {
 }
 
 // stopReplicas SIGKILLs every replica at lab stop and closes their proxies.
-func (l *Lab) stopReplicas() []error {
+func (a *aggregation) stopReplicas() []error {
 	var errs []error
-	for _, r := range l.aggr.replicas {
+	for _, r := range a.replicas {
 		errs = appendErr(errs, r.kill())
 	}
-	for _, r := range l.aggr.replicas {
+	for _, r := range a.replicas {
 		r.mu.Lock()
 		p := r.proc
 		r.mu.Unlock()
