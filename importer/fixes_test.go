@@ -172,3 +172,91 @@ func TestOwnTimelinesAgreeWithBackendDisruption(t *testing.T) {
 		t.Error(bdName)
 	}
 }
+
+// TestUnsetEndIsZeroLength: origin writes an interval whose end was never
+// set as "to": null and counts it as zero length (monitorapi
+// Intervals.Duration). The text says so, the JSON gives its start (not year
+// 1) and --out writes no failed sample for it, where it used to stretch the
+// failure to the run's end (issue 23, 6b).
+func TestUnsetEndIsZeroLength(t *testing.T) {
+	root := t.TempDir()
+	open := disruption("kube-api-new-connections", "new", 20, 0, headers)
+	open.To = time.Time{}
+	ivs := []origin.Interval{
+		shutdown("master-0", 10, 80),
+		kubeEvent("master-0", "ShutdownInitiated", 10),
+		open,
+		disruption("kube-api-reused-connections", "reused", 30, 32, headers),
+		ended("kube-api-reused-connections", "reused", 32, 3000),
+	}
+	writeRun(t, filepath.Join(root, "run"), "e2e-timelines_spyglass_20260304-100000.json", ivs, origin.FormatStructured)
+	runs, ps := load(t, filepath.Join(root, "run"))
+
+	var text bytes.Buffer
+	if err := WriteText(&text, runs, ps); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "+0s (no end recorded: origin counts it as zero)") {
+		t.Errorf("the text does not say the unset end counts as zero:\n%s", text.String())
+	}
+	var js bytes.Buffer
+	if err := WriteJSON(&js, ps); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(js.String(), "0001-01-01") {
+		t.Errorf("the JSON gives an unset end as year 1:\n%s", js.String())
+	}
+	var found bool
+	for _, p := range ps {
+		if p.Connection == "new" {
+			found = true
+			if !p.UnsetEnd || !p.To.Equal(p.From) || p.Seconds != 0 {
+				t.Errorf("unset end placed as %+v, want To = From, 0 s, UnsetEnd", p)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("the open interval was not placed: %+v", ps)
+	}
+
+	out := filepath.Join(root, "out")
+	if err := WriteFolder(out, runs[0], ps, OutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	failed := map[string]int{}
+	if _, err := results.ReadJSONL(filepath.Join(out, results.SamplesFile), func(line []byte) error {
+		var s results.Sample
+		if err := s.UnmarshalJSON(line); err != nil {
+			return err
+		}
+		if s.ErrorClass != "" {
+			failed[string(s.Connection)]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if failed["new"] != 0 {
+		t.Errorf("--out wrote %d failed samples for an interval with no end; origin counts it as zero", failed["new"])
+	}
+	if failed["reused"] != 2 {
+		t.Errorf("--out wrote %d failed reused samples, want 2 (30-32 s)", failed["reused"])
+	}
+}
+
+// TestSpanBeyondAnyCIRunIsRefused: --out writes a sample a second for the
+// run's whole span, so a file whose times span years is refused in one line
+// instead of writing without bound.
+func TestSpanBeyondAnyCIRunIsRefused(t *testing.T) {
+	root := t.TempDir()
+	ivs := []origin.Interval{
+		disruption("kube-api-new-connections", "new", 20, 22, headers),
+		nodeUpdate("worker-a", "Drain", 0, 3*365*24*3600),
+	}
+	writeRun(t, filepath.Join(root, "run"), "e2e-timelines_spyglass_20260304-100000.json", ivs, origin.FormatStructured)
+	runs, ps := load(t, filepath.Join(root, "run"))
+	err := WriteFolder(filepath.Join(root, "out"), runs[0], ps, OutOptions{})
+	if err == nil || !strings.Contains(err.Error(), "longer than any CI run") {
+		t.Fatalf("a span of three years was not refused: %v", err)
+	}
+}

@@ -48,7 +48,11 @@ func WriteText(w io.Writer, runs []Run, ps []Placement) error {
 		}
 		tw.Flush()
 		for _, p := range mine {
-			fmt.Fprintf(&b, "  %s +%.0fs %s %s\n      %s\n      %s\n", p.From.UTC().Format("2006-01-02 15:04:05"), p.Seconds, p.Backend, p.Pattern, p.Where, p.Error)
+			length := fmt.Sprintf("+%.0fs", p.Seconds)
+			if p.UnsetEnd {
+				length = "+0s (no end recorded: origin counts it as zero)"
+			}
+			fmt.Fprintf(&b, "  %s %s %s %s\n      %s\n      %s\n", p.From.UTC().Format("2006-01-02 15:04:05"), length, p.Backend, p.Pattern, p.Where, p.Error)
 			for _, n := range p.Nearest[min(1, len(p.Nearest)):] {
 				fmt.Fprintf(&b, "      also near: %s\n", n)
 			}
@@ -101,6 +105,12 @@ func patternGroups(ps []Placement) []patternGroup {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].pattern < out[j].pattern })
 	return out
 }
+
+// MaxRunSpan bounds the time a run's intervals may span when it is written
+// as a results folder, which holds one sample a second per backend: a CI job
+// runs for hours (prow ends a job at its timeout), so a longer span is a
+// file with broken times, and writing it would take without bound.
+const MaxRunSpan = 48 * time.Hour
 
 // WriteJSON writes every placement as one JSON list.
 func WriteJSON(w io.Writer, ps []Placement) error {
@@ -241,6 +251,10 @@ func WriteFolder(dir string, r Run, ps []Placement, o OutOptions) error {
 		return fmt.Errorf("%s: no Disruption intervals to import (the run sampled no backends)", r.Name)
 	}
 	from, to = from.Truncate(time.Second), to.Truncate(time.Second).Add(time.Second)
+	if to.Sub(from) > MaxRunSpan {
+		return fmt.Errorf("%s: its intervals span %s (%s to %s), longer than any CI run (limit %s): check the files' times", r.Name,
+			to.Sub(from).Round(time.Second), from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), MaxRunSpan)
+	}
 	keep := map[string]bool{}
 	for _, p := range ps {
 		if o.Pattern == "" || p.Pattern == o.Pattern {
@@ -254,6 +268,7 @@ func WriteFolder(dir string, r Run, ps []Placement, o OutOptions) error {
 	}
 	samplers := map[string]sampler{}
 	fails := map[string][]failing{}
+	unsetEnds := 0
 	for _, fl := range r.Files {
 		for _, iv := range fl.Intervals {
 			if !iv.IsDisruption() {
@@ -271,11 +286,14 @@ func WriteFolder(dir string, r Run, ps []Placement, o OutOptions) error {
 			if iv.Level != origin.LevelError || !keep[fmt.Sprintf("%s/%s/%d", fl.Path, s.name, iv.From.UnixNano())] {
 				continue
 			}
-			end := iv.To
-			if end.IsZero() {
-				end = to
+			if iv.To.IsZero() {
+				// origin's unset end counts as zero length
+				// (monitorapi Intervals.Duration): no failed sample,
+				// rather than a failure stretched to the run's end
+				unsetEnds++
+				continue
 			}
-			fails[s.name] = append(fails[s.name], failing{iv.From, end, errorText(iv.Message)})
+			fails[s.name] = append(fails[s.name], failing{iv.From, iv.To, errorText(iv.Message)})
 		}
 	}
 	w, err := results.CreateJSONL(f.Path(results.SamplesFile))
@@ -320,6 +338,9 @@ func WriteFolder(dir string, r Run, ps []Placement, o OutOptions) error {
 	}
 	run.SetExtra("importedFrom", "origin")
 	run.SetExtra("jobRun", r.Name)
+	if unsetEnds > 0 {
+		run.SetExtra("unsetEnds", fmt.Sprintf("%d Error interval(s) with no end (\"to\": null) count as zero length, as origin counts them", unsetEnds))
+	}
 	run.SetExtra("files", files)
 	if o.Pattern != "" {
 		run.SetExtra("pattern", o.Pattern)

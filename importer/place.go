@@ -60,9 +60,13 @@ type Placement struct {
 	Backend    string    `json:"backendDisruptionName"`
 	Connection string    `json:"connection"`
 	From       time.Time `json:"from"`
-	To         time.Time `json:"to"`
-	Seconds    float64   `json:"seconds"`
-	Pattern    string    `json:"pattern"`
+	// To is the interval's end; for origin's unset end ("to": null) it is
+	// From, and UnsetEnd says so: origin counts such an interval as zero
+	// length (openshift/origin pkg/monitor/monitorapi Intervals.Duration).
+	To       time.Time `json:"to"`
+	UnsetEnd bool      `json:"unsetEnd,omitempty"`
+	Seconds  float64   `json:"seconds"`
+	Pattern  string    `json:"pattern"`
 	// Node and NodePhase: whose apiserver and which of its phases
 	// (apiserver-rollout), or which node's update phase (node-update).
 	Node      string `json:"node,omitempty"`
@@ -297,6 +301,9 @@ func Place(r Run) []Placement {
 				Kind:     BackendKind(iv),
 				Instance: iv.Locator.Keys[origin.KeyDisruption],
 				AuditID:  iv.Message.Annotations[origin.AnnotationRequestAuditID],
+			}
+			if iv.To.IsZero() {
+				p.To, p.UnsetEnd = iv.From, true
 			}
 			place(&p, ev)
 			out = append(out, p)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/repro-tools/repro/results"
 )
 
 // The bad-input suite runs the built repro the way a user does, with
@@ -158,6 +161,44 @@ func badInputFixtures(t *testing.T) map[string]string {
 			t.Fatal(err)
 		}
 	}
+	// Reader faults (issue 22: 5, 6, 10): results folders and interval
+	// files that are not what they claim.
+	mk("LINES", "ones/samples.jsonl", strings.Repeat("{}\n", 1000))
+	mk("LONGLINE", "longline/samples.jsonl", `{"backend":"`+strings.Repeat("a", 2<<20)+`"}`+"\n")
+	mk("EMPTYSAMPLES", "emptyrun/samples.jsonl", "")
+	mk("EMPTYINT", "interrupted/samples.jsonl", "")
+	interrupted := results.NewRun("run", []string{"repro", "run"}, time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC))
+	interrupted.Finish(interrupted.Start.Add(time.Second), results.StatusInterrupted)
+	runJSON, err := json.Marshal(interrupted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk("EMPTYINTRUN", "interrupted/run.json", string(runJSON))
+	mk("BRACKETS", "brackets/e2e-timelines_spyglass_1.json", "[[[[")
+	ivItem := func(from, to, msg string) string {
+		return `{"level":"Error","display":true,"source":"Disruption","locator":{"type":"Disruption","keys":{"backend-disruption-name":"kube-api-new-connections","connection":"new","disruption":"openshift-tests"}},` +
+			`"message":{"reason":"DisruptionBegan","cause":"","humanMessage":"` + msg + `","annotations":{}},"from":"` + from + `","to":"` + to + `"}`
+	}
+	mk("HUGEMSG", "hugemsg/e2e-timelines_spyglass_1.json", `{"items":[`+ivItem("2026-03-04T10:00:10Z", "2026-03-04T10:00:12Z", strings.Repeat("x", 5<<20))+`]}`)
+	mk("LONGMSG", "longmsg/e2e-timelines_spyglass_1.json", `{"items":[`+ivItem("2026-03-04T10:00:10Z", "2026-03-04T10:00:12Z", strings.Repeat("x", 100<<10))+`]}`)
+	mk("BACKWARDS", "backwards/e2e-timelines_spyglass_1.json", `{"items":[`+ivItem("2026-03-04T10:00:10Z", "2026-03-04T10:00:12Z", "a")+`,`+ivItem("2026-03-04T10:00:20Z", "2026-03-04T10:00:15Z", "b")+`]}`)
+	for _, d := range []string{"fiforun", "zerorun", "fifoimport"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f["FIFORUN"] = filepath.Join(dir, "fiforun")
+	if err := syscall.Mkfifo(filepath.Join(dir, "fiforun", "samples.jsonl"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f["ZERORUN"] = filepath.Join(dir, "zerorun")
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zerorun", "samples.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	f["FIFOIMPORT"] = filepath.Join(dir, "fifoimport", "e2e-timelines_spyglass_1.json")
+	if err := syscall.Mkfifo(f["FIFOIMPORT"], 0o644); err != nil {
+		t.Fatal(err)
+	}
 	f["FIFO"] = filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(f["FIFO"], 0o644); err != nil {
 		t.Fatal(err)
@@ -292,9 +333,38 @@ var badInputCases = []badInputCase{
 	{"diagnose two args", []string{"diagnose", "{EMPTYDIR}", "{EMPTYDIR}"}, nil, 1, []string{"accepts 1 arg"}, clear},
 	{"import no arg", []string{"import"}, nil, 1, []string{"interval files"}, clear},
 	{"import missing file", []string{"import", "{NOFILE}"}, nil, 1, []string{"does-not-exist", "interval files"}, clear},
-	{"import not JSON", []string{"import", "{FILE}"}, nil, 1, []string{"could not be imported", "see above"}, clear},
-	{"import truncated JSON", []string{"import", "{BADJSON}"}, nil, 1, []string{"could not be imported"}, clear},
+	{"import not JSON", []string{"import", "{FILE}"}, nil, 1, []string{"nothing could be imported", "plain.txt", "line 1, column 1"}, fixed},
+	{"import truncated JSON", []string{"import", "{BADJSON}"}, nil, 1, []string{"nothing could be imported", "bad.json", "line 1, column 2"}, fixed},
 	{"import empty folder", []string{"import", "{EMPTYDIR}"}, nil, 1, []string{"emptydir", "no interval files"}, clear},
+	{"report samples a FIFO", []string{"report", "{FIFORUN}"}, nil, 1, []string{"samples.jsonl", "named pipe (FIFO)", "give the path of a file"}, fixed},
+	{"report samples /dev/zero", []string{"report", "{ZERORUN}"}, nil, 1, []string{"samples.jsonl", "character device"}, fixed},
+	{"report 1000 empty objects", []string{"report", "{TMP}/ones"}, nil, 1, []string{"samples.jsonl line 1:"}, fixed},
+	{"report 2 MB sample line", []string{"report", "{TMP}/longline"}, nil, 1, []string{"line 1", "longer than 1 MiB"}, fixed},
+	{"report empty samples interrupted", []string{"report", "{TMP}/interrupted"}, nil, 1, []string{"is empty", "interrupted before its first request"}, fixed},
+	{"report empty samples no run.json", []string{"report", "{TMP}/emptyrun"}, nil, 1, []string{"is empty", "is this a results folder"}, fixed},
+	{"import interval file a FIFO", []string{"import", "{FIFOIMPORT}"}, nil, 1, []string{"named pipe (FIFO)"}, fixed},
+	{"import brackets", []string{"import", "{BRACKETS}"}, nil, 1, []string{"line 1, column 2"}, fixed},
+	{"import 5 MB humanMessage", []string{"import", "{HUGEMSG}"}, nil, 1, []string{"items[0] is larger than 4 MiB"}, fixed},
+	{"import 100 KB humanMessage", []string{"import", "{LONGMSG}"}, nil, 1, []string{"humanMessage", "longer than 64 KiB"}, fixed},
+	{"import to before from", []string{"import", "{BACKWARDS}"}, nil, 1, []string{"items[1]", "is before", `"to": null`}, fixed},
+	// CI runs (issue 23): URLs, job histories and their flags.
+	{"import bare prow view", []string{"import", "https://prow.ci.openshift.org/view/gs/"}, nil, 1, []string{"view/gs/BUCKET/logs/JOB/BUILD", "gs://BUCKET"}, clear},
+	{"import not a prow URL", []string{"import", "https://example.com/foo"}, nil, 1, []string{"not a prow job page", "gs://BUCKET"}, clear},
+	{"import job without since", []string{"import", "--job", "foo"}, nil, 1, []string{"--job needs --since"}, clear},
+	{"import bad since", []string{"import", "--job", "foo", "--since", "2024-13-01"}, nil, 1, []string{"--since", "2006-01-02"}, clear},
+	{"import until before since", []string{"import", "--job", "foo", "--since", "2024-07-01", "--until", "2024-06-01"}, nil, 1, []string{"--until", "before --since"}, clear},
+	{"import since without job", []string{"import", "{FILE}", "--since", "2024-07-01"}, nil, 1, []string{"--since", "give --job"}, clear},
+	{"import negative limit", []string{"import", "--job", "j", "--since", "2024-07-01", "--limit", "-1"}, nil, 1, []string{"--limit", "0 (all) or more"}, clear},
+	{"import offline not cached", []string{"import", "--offline", "--cache-dir", "{EMPTYDIR}", "gs://test-platform-results/logs/job/123"}, nil, 1, []string{"nothing could be imported"}, clear},
+	{"import bad compare-by", []string{"import", "--compare-by", "bogus", "{FILE}"}, nil, 1, []string{"--compare-by", "job, date="}, clear},
+	{"import negative cache size", []string{"import", "--cache-max-size", "-1", "{FILE}"}, nil, 1, []string{"--cache-max-size", "positive size"}, fixed},
+	{"import zero parallel", []string{"import", "--parallel", "0", "{FILE}"}, nil, 1, []string{"--parallel", "1 to 64"}, fixed},
+	{"import negative window", []string{"import", "--window", "-5s", "{FILE}"}, nil, 1, []string{"--window", "positive duration"}, fixed},
+	{"import negative threshold", []string{"import", "--threshold", "-1s", "{FILE}"}, nil, 1, []string{"--threshold", "0 or more"}, fixed},
+	{"import negative at-least", []string{"import", "--at-least", "-1", "{FILE}"}, nil, 1, []string{"--at-least", "0 or more"}, fixed},
+	{"import zero max-object", []string{"import", "--max-object", "0", "{FILE}"}, nil, 1, []string{"--max-object", "positive size"}, fixed},
+	{"import zero sampler-timeout", []string{"import", "--sampler-timeout", "0", "{FILE}"}, nil, 1, []string{"--sampler-timeout", "34s"}, fixed},
+	{"import sippy without job", []string{"import", "--sippy", "gs://b/logs/j/1"}, nil, 1, []string{"--sippy", "give --job"}, clear},
 	{"import bad pattern", []string{"import", "{FILE}", "--pattern", "bogus", "--out", "{TMP}/imp"}, nil, 1, []string{"--pattern", "apiserver-rollout"}, clear},
 	{"compare one folder", []string{"compare", "{EMPTYDIR}"}, nil, 1, []string{"at least two"}, clear},
 	{"compare missing folder", []string{"compare", "{NOFILE}", "{EMPTYDIR}"}, nil, 1, []string{"does-not-exist"}, clear},
@@ -327,7 +397,7 @@ var badInputCases = []badInputCase{
 	{"lab build made-up kube version", []string{"lab", "build", "--lab-kube-version", "v0.1"}, nil, 1, []string{"--lab-kube-version", "v0.1", "v1.30.14"}, clear},
 	{"lab versions extra arg", []string{"lab", "versions", "extra"}, nil, 1, []string{"extra"}, clear},
 	{"lab profiles extra arg", []string{"lab", "profiles", "extra"}, nil, 1, []string{"extra"}, clear},
-	{"lab unknown subcommand", []string{"lab", "bogus"}, nil, 0, nil, tolerated},
+	{"lab unknown subcommand", []string{"lab", "bogus"}, nil, 1, []string{"bogus", "build, up, profiles or versions"}, fixed},
 	// rbac, scenarios, root.
 	{"rbac unknown backend", []string{"rbac", "--backends", "nope"}, nil, 1, []string{"--backends", "nope"}, clear},
 	{"rbac extra arg", []string{"rbac", "extra"}, nil, 1, []string{"extra"}, clear},

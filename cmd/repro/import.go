@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -51,7 +52,10 @@ type importOptions struct {
 	audit              bool
 	parallel           int
 	maxObject          string
-	samplerTimeout     time.Duration
+	// failures are the inputs that could not be fetched or imported, as
+	// reported (see failed).
+	failures       []string
+	samplerTimeout time.Duration
 
 	// Analysis of CI run folders (importer.AnalyzeCIRuns).
 	html    string
@@ -125,10 +129,8 @@ the rest were.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch io.pattern {
-			case "", importer.PatternRollout, importer.PatternNodeUpdate, importer.PatternOther:
-			default:
-				return fmt.Errorf("--pattern %q: use %s, %s or %s", io.pattern, importer.PatternRollout, importer.PatternNodeUpdate, importer.PatternOther)
+			if err := io.validate(); err != nil {
+				return err
 			}
 			if io.pattern != "" && io.out == "" {
 				return errors.New("--pattern shapes the folder --out writes; give --out DIR too")
@@ -172,7 +174,15 @@ the rest were.`,
 			if err != nil {
 				return err
 			}
+			lone := imported == 0 && len(io.failures) == 1 && bad+fetchFailed == 1
+			if len(io.failures) == 1 && !lone {
+				fmt.Fprintln(cmd.ErrOrStderr(), io.failures[0])
+			}
 			switch {
+			case lone:
+				// One input, one failure: its own line is the error,
+				// not a count pointing above.
+				return fmt.Errorf("nothing could be imported: %s", io.failures[0])
 			case imported == 0 && (bad > 0 || fetchFailed > 0):
 				return fmt.Errorf("nothing could be imported: %d run(s) or file(s) failed (see above)", bad+fetchFailed)
 			case bad > 0 || fetchFailed > 0:
@@ -184,7 +194,7 @@ the rest were.`,
 	f := cmd.Flags()
 	f.StringVar(&io.out, "out", "", "write a results folder (one per run under it for several runs)")
 	f.BoolVar(&io.json, "json", false, "print the placements as JSON")
-	f.StringVar(&io.pattern, "pattern", "", "with --out: keep only this pattern's disruption (apiserver-rollout, node-update, other)")
+	f.StringVar(&io.pattern, "pattern", "", "with --out: keep only this pattern's disruption (apiserver-rollout, node-update, before-upgrade, other)")
 	f.StringArrayVar(&io.jobs, "job", nil, "read this prow job's history (with --since); repeat for several jobs")
 	f.StringVar(&io.compareBy, "compare-by", "", "CI runs: compare two sets per pattern and backend: job (two --job), date=2006-01-02 (before against from), version=4.16,4.17 (upgraded to)")
 	f.StringVar(&io.bucket, "bucket", ci.BucketTestPlatformResult, "bucket holding --job's runs")
@@ -292,6 +302,54 @@ func parseSize(s string) (int64, error) {
 	return int64(v * mult), nil
 }
 
+// failed notes one input that could not be fetched or imported. Each is
+// printed as it happens, one line, except the first: it is held until a
+// second one comes or the import ends, so that a lone failure is the
+// command's own error line instead of a line above a count.
+func (o *importOptions) failed(cmd *cobra.Command, msg string) {
+	msg = oneLine(msg)
+	o.failures = append(o.failures, msg)
+	stderr := cmd.ErrOrStderr()
+	switch len(o.failures) {
+	case 1:
+	case 2:
+		fmt.Fprintln(stderr, o.failures[0])
+		fmt.Fprintln(stderr, msg)
+	default:
+		fmt.Fprintln(stderr, msg)
+	}
+}
+
+// validate checks every flag before any input is read or fetched, so a bad
+// value is one line naming the flag, never a late failure.
+func (o *importOptions) validate() error {
+	if o.pattern != "" && !slices.Contains(importer.Patterns, o.pattern) {
+		return fmt.Errorf("--pattern %q: use %s or %s", o.pattern, strings.Join(importer.Patterns[:len(importer.Patterns)-1], ", "), importer.Patterns[len(importer.Patterns)-1])
+	}
+	if o.parallel < 1 || o.parallel > 64 {
+		return fmt.Errorf("--parallel %d: give 1 to 64 downloads at once", o.parallel)
+	}
+	if o.threshold < 0 {
+		return fmt.Errorf("--threshold %s: give 0 or more (0 selects every run)", o.threshold)
+	}
+	if o.window <= 0 {
+		return fmt.Errorf("--window %s: give a positive duration, such as 60s", o.window)
+	}
+	if o.atLeast < 0 {
+		return fmt.Errorf("--at-least %g: give 0 or more seconds", o.atLeast)
+	}
+	if o.samplerTimeout <= 0 {
+		return fmt.Errorf("--sampler-timeout %s: give origin's sampler timeout, such as 20s or 34s", o.samplerTimeout)
+	}
+	if n, err := parseSize(o.cacheMax); err != nil || n <= 0 {
+		return fmt.Errorf("--cache-max-size %q: give a positive size such as 20GiB", o.cacheMax)
+	}
+	if n, err := parseSize(o.maxObject); err != nil || n <= 0 {
+		return fmt.Errorf("--max-object %q: give a positive size such as 1GiB", o.maxObject)
+	}
+	return nil
+}
+
 // gather fetches the CI runs into the cache and prints what it did.
 func (o *importOptions) gather(cmd *cobra.Command, req ci.Request) (*ci.Result, *ci.Client, error) {
 	stderr := cmd.ErrOrStderr()
@@ -352,7 +410,7 @@ func (o *importOptions) gather(cmd *cobra.Command, req ci.Request) (*ci.Result, 
 			src, res.Scanned, res.Selected, req.Threshold, res.Skipped, res.NoData, len(res.Clean))
 	}
 	for _, l := range res.Failures {
-		fmt.Fprintln(stderr, l)
+		o.failed(cmd, l)
 	}
 	if n := bar.objects.Load(); n > 0 || len(res.Runs) > 0 {
 		fmt.Fprintf(stderr, "fetched %d objects (%s) for %d runs in %s; cache %s\n", n, mib(bar.bytes.Load()), len(res.Runs), elapsed.Round(time.Millisecond), root)
@@ -481,7 +539,7 @@ func analyzeCIRuns(cmd *cobra.Command, o *importOptions, dirs []string) (importe
 	for _, d := range dirs {
 		r, err := importer.OpenCIRun(d)
 		if err != nil {
-			fmt.Fprintln(stderr, err)
+			o.failed(cmd, err.Error())
 			bad++
 			continue
 		}
@@ -504,7 +562,7 @@ func analyzeCIRuns(cmd *cobra.Command, o *importOptions, dirs []string) (importe
 			continue
 		}
 		for _, e := range rr.Errors {
-			fmt.Fprintf(stderr, "%s: %s\n", rr.Run.Name(), e)
+			o.failed(cmd, fmt.Sprintf("%s: %s", rr.Run.Name(), e))
 			bad++
 		}
 	}
@@ -538,12 +596,12 @@ func analyzeCIRuns(cmd *cobra.Command, o *importOptions, dirs []string) (importe
 				dir = filepath.Join(o.out, strings.NewReplacer("/", "_", " ", "_").Replace(rr.Run.Name()))
 			}
 			if err := importer.WriteCIFolder(dir, rr, importer.OutOptions{Pattern: o.pattern, Command: os.Args}); err != nil {
-				fmt.Fprintf(stderr, "%s: %v\n", dir, err)
+				o.failed(cmd, fmt.Sprintf("%s: %v", dir, err))
 				bad++
 				continue
 			}
 			if _, err := report.Rebuild(dir); err != nil {
-				fmt.Fprintf(stderr, "%s: %v\n", dir, err)
+				o.failed(cmd, fmt.Sprintf("%s: %v", dir, err))
 				bad++
 				continue
 			}
@@ -594,7 +652,7 @@ func importIntervalFiles(cmd *cobra.Command, o *importOptions, paths []string, s
 	var ps []importer.Placement
 	for i := range runs {
 		for _, e := range runs[i].Load() {
-			fmt.Fprintln(cmd.ErrOrStderr(), e)
+			o.failed(cmd, e.Error())
 			bad++
 		}
 		if len(runs[i].Files) == 0 {
@@ -622,7 +680,7 @@ func importIntervalFiles(cmd *cobra.Command, o *importOptions, paths []string, s
 		oo.out = out
 		for _, r := range loaded {
 			if err := writeImported(cmd, &oo, r, ps, len(loaded) > 1); err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), err)
+				o.failed(cmd, err.Error())
 				bad++
 			}
 		}

@@ -46,8 +46,8 @@ func TestImportCIRuns(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("offline: exit %d: %v\n%s", code, err, out)
 	}
-	code, out, _ = runRepro(t, "import", "--cache-dir", cache, "--offline", "gs://test-platform-results/logs/"+citest.Job+"/1800000000000000000")
-	if code != 1 || !strings.Contains(out, "not in the cache") {
+	code, out, err = runRepro(t, "import", "--cache-dir", cache, "--offline", "gs://test-platform-results/logs/"+citest.Job+"/1800000000000000000")
+	if code != 1 || err == nil || !strings.Contains(err.Error(), "not in the cache") {
 		t.Errorf("offline, uncached: exit %d\n%s", code, out)
 	}
 }

@@ -56,7 +56,7 @@ func TestImportCLIBadInput(t *testing.T) {
 	bad := filepath.Join(dir, "e2e-timelines_spyglass_1.json")
 	os.WriteFile(bad, []byte("{\"items\": [\n {\"level\": \"Error\", \"from\": 3}]}"), 0o644)
 	code, out, err := runRepro(t, "import", bad)
-	if code != 1 || !strings.Contains(out, bad+": line 2, column") {
+	if code != 1 || err == nil || !strings.Contains(err.Error(), bad+": line 2, column") {
 		t.Errorf("malformed: exit %d %v\n%s", code, err, out)
 	}
 	if code, _, err := runRepro(t, "import", filepath.Join(dir, "missing")); code != 1 || !strings.Contains(err.Error(), "no such file or folder") {

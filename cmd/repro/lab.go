@@ -43,6 +43,14 @@ reachable from the host without nsenter.
 Force a rollout against it as on OpenShift:
   oc --kubeconfig FILE patch kubeapiserver cluster --type=merge \
     -p '{"spec":{"forceRedeploymentReason":"test-1"}}'`,
+		// An unknown subcommand is an error, not the help with exit 0.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unknown lab command %q: use build, up, profiles or versions (repro lab --help)", args[0])
+			}
+			return cmd.Help()
+		},
 	}
 	cmd.AddCommand(newLabBuildCmd(o), newLabUpCmd(o), newLabProfilesCmd(o), newLabVersionsCmd(o))
 	return cmd
