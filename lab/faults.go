@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/repro-tools/repro/lab/lb"
 	"github.com/repro-tools/repro/lab/netproxy"
 )
@@ -133,10 +131,10 @@ func (h stallHook) Forward(ctx context.Context, _ netproxy.Direction, _ int) err
 func (l *Lab) rejoined(n *Node) {
 	f := l.opts.Faults
 	if f.AggregatedRollout {
-		l.rollReplicasOn(n)
+		l.aggr.rollReplicasOn(n)
 	}
 	if f.AggregatedEtcdStall > 0 && (len(f.EtcdStallOn) == 0 || slices.Contains(f.EtcdStallOn, n.name)) {
-		l.stallReplicasOn(n)
+		l.aggr.stallReplicasOn(n)
 	}
 	if f.EtcdStall <= 0 || (len(f.EtcdStallOn) > 0 && !slices.Contains(f.EtcdStallOn, n.name)) {
 		return
@@ -145,35 +143,11 @@ func (l *Lab) rejoined(n *Node) {
 	if f.EtcdStallAll {
 		hit = l.Nodes()
 	}
-	l.bg.Add(1)
-	go func() {
-		defer l.bg.Done()
-		// "Back in service" is the load balancer's verdict, not ours.
-		wctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
-		_ = l.lb.WaitInService(wctx, n.name)
-		cancel()
-		select {
-		case <-l.ctx.Done():
-			return
-		case <-time.After(f.EtcdStallAfter):
-		}
-		from := time.Now()
-		until := from.Add(f.EtcdStall)
-		var names []string
-		for _, h := range hit {
-			h.proxy.SetHook(stallHook{until: until})
-			names = append(names, h.name)
-		}
-		i := l.faults.add(FaultEvent{Fault: "etcd-stall", Node: n.name, Nodes: names, From: from})
-		l.log.Info("fault: stalling the link to etcd", zap.String("trigger", n.name), zap.Strings("links", names), zap.Duration("for", f.EtcdStall))
-		select {
-		case <-l.ctx.Done():
-		case <-time.After(time.Until(until)):
-		}
-		for _, h := range hit {
-			h.proxy.SetHook(nil)
-		}
-		l.faults.end(i, time.Now())
-		l.log.Info("fault: link to etcd released", zap.Strings("links", names))
-	}()
+	var proxies []*netproxy.Proxy
+	var names []string
+	for _, h := range hit {
+		proxies = append(proxies, h.proxy)
+		names = append(names, h.name)
+	}
+	l.stallLinks(n, "etcd-stall", "link to etcd", f.EtcdStall, proxies, names)
 }

@@ -36,7 +36,7 @@ func (n *Node) desired() desiredPod {
 	}
 	d := desiredPod{exists: true, revision: n.cur.Revision, started: n.cur.Started}
 	d.hash = podHash(n.name, n.cur.Revision, n.cur.Started)
-	d.ready = n.probeOK && n.warm
+	d.ready = n.ready && n.warm
 	if d.ready {
 		d.readyAt = n.cur.Warmed
 	}
@@ -57,29 +57,12 @@ func podHash(node string, rev int32, started time.Time) string {
 // mirror is replaced, not updated, when its revision changes; OpenShift
 // clients see the pod vanish and reappear with a new uid and revision).
 func (n *Node) kubeletLoop(ctx context.Context) {
-	var cur *corev1.Pod // last pod written or read
-	backoff := 100 * time.Millisecond
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-n.changed:
-		case <-time.After(backoff):
-		}
+	var cur *corev1.Pod // last pod written or read; re-read after a failure
+	n.supervised.kubeletLoop(ctx, "mirror pod", func(ctx context.Context) error {
 		var err error
 		cur, err = n.syncPod(ctx, cur)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			n.log.Debug("mirror pod sync failed, retrying", zap.Error(err))
-			backoff = min(backoff*2, 2*time.Second)
-			cur = nil
-			n.notify()
-			continue
-		}
-		backoff = 5 * time.Second
-	}
+		return err
+	})
 }
 
 func (n *Node) podName() string { return "kube-apiserver-" + n.name }
@@ -170,45 +153,16 @@ func (n *Node) mirrorPod(d desiredPod) *corev1.Pod {
 }
 
 func (n *Node) podStatus(d desiredPod, cur *corev1.Pod) corev1.PodStatus {
-	cond := func(t corev1.PodConditionType, ok bool, since time.Time) corev1.PodCondition {
-		s := corev1.ConditionFalse
-		if ok {
-			s = corev1.ConditionTrue
-		}
-		// Keep the transition time while the status does not change.
-		for _, c := range cur.Status.Conditions {
-			if c.Type == t && c.Status == s {
-				return c
-			}
-		}
-		c := corev1.PodCondition{Type: t, Status: s, LastTransitionTime: metav1.NewTime(since)}
-		if !ok && (t == corev1.PodReady || t == corev1.ContainersReady) {
-			c.Reason = "ContainersNotReady"
-			c.Message = "containers with unready status: [kube-apiserver]"
-		}
-		return c
-	}
-	now := time.Now()
-	readySince := now
-	if d.ready && !d.readyAt.IsZero() {
-		readySince = d.readyAt
-	}
 	start := metav1.NewTime(d.started)
 	return corev1.PodStatus{
-		Phase:     corev1.PodRunning,
-		HostIP:    "127.0.0.1",
-		HostIPs:   []corev1.HostIP{{IP: "127.0.0.1"}},
-		PodIP:     "127.0.0.1",
-		PodIPs:    []corev1.PodIP{{IP: "127.0.0.1"}},
-		StartTime: &start,
-		QOSClass:  corev1.PodQOSBestEffort,
-		Conditions: []corev1.PodCondition{
-			cond(corev1.PodReadyToStartContainers, true, d.started),
-			cond(corev1.PodInitialized, true, d.started),
-			cond(corev1.PodReady, d.ready, readySince),
-			cond(corev1.ContainersReady, d.ready, readySince),
-			cond(corev1.PodScheduled, true, d.started),
-		},
+		Phase:      corev1.PodRunning,
+		HostIP:     "127.0.0.1",
+		HostIPs:    []corev1.HostIP{{IP: "127.0.0.1"}},
+		PodIP:      "127.0.0.1",
+		PodIPs:     []corev1.PodIP{{IP: "127.0.0.1"}},
+		StartTime:  &start,
+		QOSClass:   corev1.PodQOSBestEffort,
+		Conditions: podConditions(cur, d.started, d.ready, d.readyAt, time.Now(), "kube-apiserver"),
 		ContainerStatuses: []corev1.ContainerStatus{{
 			Name:    "kube-apiserver",
 			Image:   "lab.local/kube-apiserver:v1.34.4",

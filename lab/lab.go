@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -90,14 +91,8 @@ type Lab struct {
 	auditPolicy   string
 	kubeletClient pki.KubeletClient
 
-	// The aggregated API servers (replicas.go): their binary, the host
-	// address they listen on, their certificates, and the replicas.
-	aggBin   string
-	hostIP   net.IP
-	agg      pki.Aggregation
-	replicas []*Replica
-	epMu     sync.Mutex
-	epClient kubernetes.Interface
+	// aggr is the aggregated API servers' state (replicas.go).
+	aggr aggregation
 
 	// prom is the lab's Prometheus (prometheus.go), nil without one.
 	prom *promserver.Server
@@ -125,12 +120,18 @@ var _ Balancer = (*lb.LB)(nil)
 // apiservers, the load balancer and the installer controller, and returns
 // once every apiserver is ready, warm and in service behind the load
 // balancer. Cancelling ctx stops the lab; so does Stop.
+//
+// It runs in phases, each a method below: prepare (binaries, directory,
+// PKI), etcd, wire (nodes, load balancer, client), startNodes (apiservers
+// and bootstrap), warmUp, serve (in service, pods, kubelets, aggregated
+// APIs, Prometheus) and startOperator.
 func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
 	l := &Lab{opts: opts, log: opts.Logger, stopped: make(chan struct{})}
+	l.aggr.l = l
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	defer func() {
 		// Any failure, and a panic on the way up, leaves nothing running.
@@ -144,195 +145,28 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	}()
 	began := time.Now()
 
-	bins, err := Binaries(ctx, opts)
+	bins, err := l.prepare(ctx)
 	if err != nil {
 		return nil, err
 	}
-	l.kasBin, l.etcdBin, l.aggBin = bins.KubeAPIServer, bins.Etcd, bins.Aggregated
-	l.kubeVersion = binaryVersion(ctx, l.kasBin)
-	l.log.Info("kube-apiserver", zap.String("binary", l.kasBin), zap.String("version", l.kubeVersion.String()),
-		zap.String("featureGates", featureGatesFor(l.kubeVersion.Minor)))
-	kind, why, err := ResolveLB(opts.LB)
-	if err != nil {
-		return nil, err
-	}
-	l.lbKind = kind
-	if why != "" {
-		l.log.Info(why)
-	}
-	if opts.Listen != "" {
-		if err := checkListen(opts.Listen); err != nil {
-			return nil, err
-		}
-	}
-	if opts.Dir == "" {
-		removeStaleLabDirs(l.log)
-		if l.dir, err = os.MkdirTemp("", "repro-lab-"); err != nil {
-			return nil, err
-		}
-		l.tempDir = true
-		if err := writeOwner(l.dir); err != nil {
-			return nil, err
-		}
-	} else {
-		l.dir = opts.Dir
-		if err := os.MkdirAll(l.dir, 0o700); err != nil {
-			return nil, err
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(l.dir, "logs"), 0o755); err != nil {
-		return nil, err
-	}
-	if l.pki, err = pki.Generate(filepath.Join(l.dir, "pki")); err != nil {
-		return nil, fmt.Errorf("generating the lab PKI: %w", err)
-	}
-
 	if err := l.startEtcd(ctx); err != nil {
 		return nil, err
 	}
-
-	// Each node keeps its apiserver port and its etcd proxy across restarts,
-	// as a node keeps its address.
-	var targets []lb.Target
-	for i := 0; i < opts.Nodes; i++ {
-		name := "master-" + strconv.Itoa(i)
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		px, err := netproxy.New("etcd-"+name, "127.0.0.1:0", l.etcdAddr())
-		if err != nil {
-			return nil, err
-		}
-		n := newNode(l, name, port, px)
-		l.nodes = append(l.nodes, n)
-		targets = append(targets, lb.Target{Name: name, Addr: n.addr()})
-	}
-	if err := l.setupNodeLogs(); err != nil {
+	if err := l.wire(); err != nil {
 		return nil, err
 	}
-	if err := l.setupAggregation(); err != nil {
+	if err := l.startNodes(ctx); err != nil {
 		return nil, err
 	}
-
-	hc := opts.Health
-	hc.TLS = l.tlsConfig(false)
-	policy := opts.LBPolicy
-	if policy == nil && opts.Faults.LB.Enabled() {
-		policy = lb.Faulty(opts.Faults.LB)
-	}
-	lbOpts := lb.Options{Listen: opts.Listen, Targets: targets, Health: hc, Policy: policy, Logger: l.log.Named("lb"), Kernel: kind == LBKernel}
-	if opts.ConnRecords != "" {
-		if l.recFile, err = os.Create(opts.ConnRecords); err != nil {
-			return nil, err
-		}
-		lbOpts.Records = l.recFile
-	}
-	// The health checker's transitions, as results.Signal lines, in a file
-	// of their own: a run copies them into its results' signals.
-	if l.healthFile, err = os.Create(filepath.Join(l.dir, LBHealthFile)); err != nil {
+	if err := l.warmUp(ctx); err != nil {
 		return nil, err
-	}
-	lbOpts.HealthRecords = l.healthFile
-	lbx, err := lb.New(lbOpts)
-	if err != nil {
-		return nil, err
-	}
-	l.lb = lbx
-	l.cfg = l.restConfig("https://" + l.lb.Addr())
-	if l.client, err = kubernetes.NewForConfig(l.cfg); err != nil {
-		return nil, err
-	}
-	l.events = newEventSink(l)
-
-	// The first apiserver creates the CRDs and namespaces; the others start
-	// alongside it so the lab is up in one apiserver start time.
-	type started struct {
-		n   *Node
-		err error
-	}
-	results := make(chan started, len(l.nodes))
-	for _, n := range l.nodes {
-		l.lb.SetRegistered(n.name, false)
-		go func() { results <- started{n, n.start(ctx, 1)} }()
-	}
-	// Bootstrap through whichever apiserver is ready first while the others
-	// finish starting: on two cores that overlap is most of a second.
-	var first *Node
-	var startErr error
-	pending := len(l.nodes)
-	for first == nil && pending > 0 {
-		r := <-results
-		pending--
-		if r.err != nil {
-			startErr = r.err
-			continue
-		}
-		first = r.n
-	}
-	bootErr := make(chan error, 1)
-	if first != nil {
-		go func() { bootErr <- l.bootstrap(ctx, first) }()
-	}
-	for ; pending > 0; pending-- {
-		if r := <-results; r.err != nil && startErr == nil {
-			startErr = r.err
-		}
-	}
-	if first != nil {
-		if err := <-bootErr; err != nil && startErr == nil {
-			startErr = err
-		}
-	}
-	if startErr != nil {
-		return nil, startErr
-	}
-	// Warm each apiserver's CRD storage now that the CRDs exist, then put it
-	// in service.
-	warmErrs := make(chan error, len(l.nodes))
-	for _, n := range l.nodes {
-		go func() { warmErrs <- n.warmUp(ctx) }()
-	}
-	for range l.nodes {
-		if err := <-warmErrs; err != nil && startErr == nil {
-			startErr = err
-		}
-	}
-	if startErr != nil {
-		return nil, startErr
-	}
-	for _, n := range l.nodes {
-		n.startLoops()
 	}
 	wctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
-	if err := l.lb.WaitInService(wctx); err != nil {
+	if err := l.serve(wctx, bins.Prometheus); err != nil {
 		return nil, err
 	}
-	if err := l.waitPodsReady(wctx); err != nil {
-		return nil, err
-	}
-	if err := l.registerKubelets(wctx); err != nil {
-		return nil, err
-	}
-	if err := l.startAggregated(wctx); err != nil {
-		return nil, err
-	}
-	if bins.Prometheus != "" {
-		if err := l.startPrometheus(wctx, bins.Prometheus); err != nil {
-			return nil, err
-		}
-	}
-
-	if l.op, err = operator.New(operator.Options{
-		Config: l.cfg, Nodes: l.NodeNames(), Installer: installer{l}, MinReadyTime: opts.MinReadyTime,
-		Namespace: Namespace, OperatorNamespace: OperatorNamespace, Logger: l.log.Named("operator"),
-	}); err != nil {
-		return nil, err
-	}
-	l.bg.Add(1)
-	go func() { defer l.bg.Done(); l.op.Run(l.ctx) }()
-	if err := l.op.WaitSynced(wctx); err != nil {
+	if err := l.startOperator(wctx); err != nil {
 		return nil, err
 	}
 
@@ -346,6 +180,199 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	}()
 	l.log.Info("lab is up", zap.String("url", l.URL()), zap.Duration("took", time.Since(began).Round(time.Millisecond)), zap.String("dir", l.dir))
 	return l, nil
+}
+
+// prepare locates (or builds) the binaries, picks the load balancer kind,
+// and makes the lab's directory and PKI.
+func (l *Lab) prepare(ctx context.Context) (BinaryPaths, error) {
+	opts := l.opts
+	bins, err := Binaries(ctx, opts)
+	if err != nil {
+		return bins, err
+	}
+	l.kasBin, l.etcdBin, l.aggr.bin = bins.KubeAPIServer, bins.Etcd, bins.Aggregated
+	l.kubeVersion = binaryVersion(ctx, l.kasBin)
+	l.log.Info("kube-apiserver", zap.String("binary", l.kasBin), zap.String("version", l.kubeVersion.String()),
+		zap.String("featureGates", featureGatesFor(l.kubeVersion.Minor)))
+	kind, why, err := ResolveLB(opts.LB)
+	if err != nil {
+		return bins, err
+	}
+	l.lbKind = kind
+	if why != "" {
+		l.log.Info(why)
+	}
+	if opts.Listen != "" {
+		if err := checkListen(opts.Listen); err != nil {
+			return bins, err
+		}
+	}
+	if opts.Dir == "" {
+		removeStaleLabDirs(l.log)
+		if l.dir, err = os.MkdirTemp("", "repro-lab-"); err != nil {
+			return bins, err
+		}
+		l.tempDir = true
+		if err := writeOwner(l.dir); err != nil {
+			return bins, err
+		}
+	} else {
+		l.dir = opts.Dir
+		if err := os.MkdirAll(l.dir, 0o700); err != nil {
+			return bins, err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(l.dir, "logs"), 0o755); err != nil {
+		return bins, err
+	}
+	if l.pki, err = pki.Generate(filepath.Join(l.dir, "pki")); err != nil {
+		return bins, fmt.Errorf("generating the lab PKI: %w", err)
+	}
+	return bins, nil
+}
+
+// wire makes the nodes (not yet started), their logs, the aggregation's
+// certificates, the load balancer in front of the nodes, and the client
+// that goes through it.
+func (l *Lab) wire() error {
+	opts := l.opts
+	// Each node keeps its apiserver port and its etcd proxy across restarts,
+	// as a node keeps its address.
+	var targets []lb.Target
+	for i := 0; i < opts.Nodes; i++ {
+		name := "master-" + strconv.Itoa(i)
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		px, err := netproxy.New("etcd-"+name, "127.0.0.1:0", l.etcdAddr())
+		if err != nil {
+			return err
+		}
+		n := newNode(l, name, port, px)
+		l.nodes = append(l.nodes, n)
+		targets = append(targets, lb.Target{Name: name, Addr: n.addr()})
+	}
+	if err := l.setupNodeLogs(); err != nil {
+		return err
+	}
+	if err := l.aggr.setupAggregation(); err != nil {
+		return err
+	}
+
+	hc := opts.Health
+	hc.TLS = l.tlsConfig(false)
+	policy := opts.LBPolicy
+	if policy == nil && opts.Faults.LB.Enabled() {
+		policy = lb.Faulty(opts.Faults.LB)
+	}
+	lbOpts := lb.Options{Listen: opts.Listen, Targets: targets, Health: hc, Policy: policy, Logger: l.log.Named("lb"), Kernel: l.lbKind == LBKernel}
+	var err error
+	if opts.ConnRecords != "" {
+		if l.recFile, err = os.Create(opts.ConnRecords); err != nil {
+			return err
+		}
+		lbOpts.Records = l.recFile
+	}
+	// The health checker's transitions, as results.Signal lines, in a file
+	// of their own: a run copies them into its results' signals.
+	if l.healthFile, err = os.Create(filepath.Join(l.dir, LBHealthFile)); err != nil {
+		return err
+	}
+	lbOpts.HealthRecords = l.healthFile
+	lbx, err := lb.New(lbOpts)
+	if err != nil {
+		return err
+	}
+	l.lb = lbx
+	l.cfg = l.restConfig("https://" + l.lb.Addr())
+	if l.client, err = kubernetes.NewForConfig(l.cfg); err != nil {
+		return err
+	}
+	l.events = newEventSink(l)
+	return nil
+}
+
+// startNodes starts every apiserver out of service and bootstraps the
+// cluster (CRDs, namespaces) through whichever is ready first while the
+// others finish starting: on two cores that overlap is most of a second.
+// It waits for all of them; a start error wins over a bootstrap error.
+func (l *Lab) startNodes(ctx context.Context) error {
+	var starts errgroup.Group
+	ready := make(chan *Node, len(l.nodes))
+	for _, n := range l.nodes {
+		l.lb.SetRegistered(n.name, false)
+		starts.Go(func() error {
+			err := n.start(ctx, 1)
+			if err == nil {
+				ready <- n
+			}
+			return err
+		})
+	}
+	startErr := make(chan error, 1)
+	go func() {
+		startErr <- starts.Wait()
+		close(ready)
+	}()
+	var bootErr error
+	if first, ok := <-ready; ok {
+		bootErr = l.bootstrap(ctx, first)
+	}
+	if err := <-startErr; err != nil {
+		return err
+	}
+	return bootErr
+}
+
+// warmUp warms every apiserver's CRD storage now that the CRDs exist,
+// before any is put in service.
+func (l *Lab) warmUp(ctx context.Context) error {
+	var warm errgroup.Group
+	for _, n := range l.nodes {
+		warm.Go(func() error { return n.warmUp(ctx) })
+	}
+	return warm.Wait()
+}
+
+// serve puts the apiservers in service and waits for them behind the load
+// balancer, then for their pods, the kubelets, the aggregated APIs and
+// (with prometheus, its binary) Prometheus.
+func (l *Lab) serve(ctx context.Context, prometheus string) error {
+	for _, n := range l.nodes {
+		n.startLoops()
+	}
+	if err := l.lb.WaitInService(ctx); err != nil {
+		return err
+	}
+	if err := l.waitPodsReady(ctx); err != nil {
+		return err
+	}
+	if err := l.registerKubelets(ctx); err != nil {
+		return err
+	}
+	if err := l.aggr.startAggregated(ctx); err != nil {
+		return err
+	}
+	if prometheus != "" {
+		return l.startPrometheus(ctx, prometheus)
+	}
+	return nil
+}
+
+// startOperator runs the installer controller for the lab's lifetime and
+// waits for its first sync.
+func (l *Lab) startOperator(ctx context.Context) error {
+	var err error
+	if l.op, err = operator.New(operator.Options{
+		Config: l.cfg, Nodes: l.NodeNames(), Installer: installer{l}, MinReadyTime: l.opts.MinReadyTime,
+		Namespace: Namespace, OperatorNamespace: OperatorNamespace, Logger: l.log.Named("operator"),
+	}); err != nil {
+		return err
+	}
+	l.bg.Add(1)
+	go func() { defer l.bg.Done(); l.op.Run(l.ctx) }()
+	return l.op.WaitSynced(ctx)
 }
 
 // BinaryPaths are the programs a lab runs.
@@ -566,7 +593,7 @@ func (l *Lab) Stop() error {
 			}()
 		}
 		wg.Wait()
-		for _, r := range l.replicas {
+		for _, r := range l.aggr.replicas {
 			errs = appendErr(errs, r.kill())
 		}
 		l.bg.Wait()
@@ -575,7 +602,7 @@ func (l *Lab) Stop() error {
 		for _, n := range l.nodes {
 			errs = appendErr(errs, n.kill())
 		}
-		errs = append(errs, l.stopReplicas()...)
+		errs = append(errs, l.aggr.stopReplicas()...)
 		for _, n := range l.nodes {
 			n.wait()
 			if n.proxy != nil {

@@ -23,19 +23,12 @@ import (
 // Node is one control-plane node: a kube-apiserver process on its own
 // loopback port (fixed across restarts) with its own proxy to etcd.
 type Node struct {
-	lab   *Lab
-	name  string
-	port  int
-	proxy *netproxy.Proxy
-	log   *zap.Logger
+	supervised
+	name string
 
-	mu       sync.Mutex
-	proc     *proc.Process
 	cur      *ProcessRecord
 	history  []*ProcessRecord
 	warm     bool
-	probeOK  bool
-	changed  chan struct{} // kubelet wake-up, buffered 1
 	loopsRun bool
 	readers  sync.WaitGroup
 	// kubelet is the node's /logs/ endpoint (nil without one).
@@ -79,7 +72,7 @@ type LifecycleEvent struct {
 }
 
 func newNode(l *Lab, name string, port int, px *netproxy.Proxy) *Node {
-	return &Node{lab: l, name: name, port: port, proxy: px, log: l.log.With(zap.String("node", name)), changed: make(chan struct{}, 1)}
+	return &Node{supervised: newSupervised(l, port, px, l.log.With(zap.String("node", name))), name: name}
 }
 
 // Name is the node name, e.g. master-0.
@@ -90,10 +83,6 @@ func (n *Node) addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
 // URL is the node's apiserver URL, bypassing the load balancer.
 func (n *Node) URL() string { return "https://" + n.addr() }
 
-// EtcdProxy is the proxy between this node's apiserver and etcd: the seam
-// for stalling one apiserver's storage.
-func (n *Node) EtcdProxy() *netproxy.Proxy { return n.proxy }
-
 // Revision is the revision of the running (or last) apiserver process.
 func (n *Node) Revision() int32 {
 	n.mu.Lock()
@@ -102,16 +91,6 @@ func (n *Node) Revision() int32 {
 		return 0
 	}
 	return n.cur.Revision
-}
-
-// PID is the running apiserver's pid, 0 between processes.
-func (n *Node) PID() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.proc == nil {
-		return 0
-	}
-	return n.proc.PID()
 }
 
 // Processes returns a copy of every apiserver process this node has run.
@@ -124,13 +103,6 @@ func (n *Node) Processes() []ProcessRecord {
 		out[i].Lifecycle = append([]LifecycleEvent(nil), r.Lifecycle...)
 	}
 	return out
-}
-
-func (n *Node) notify() {
-	select {
-	case n.changed <- struct{}{}:
-	default:
-	}
 }
 
 // args are the apiserver's flags. Every revision runs the same
@@ -176,7 +148,7 @@ func (n *Node) args() []string {
 	}
 	args = append(args, n.auditArgs()...)
 	args = append(args, n.lab.kubeletArgs()...)
-	args = append(args, n.lab.aggregatorArgs()...)
+	args = append(args, n.lab.aggr.aggregatorArgs()...)
 	return append(args, o.ExtraAPIServerArgs...)
 }
 
@@ -214,7 +186,7 @@ func (n *Node) start(ctx context.Context, rev int32) error {
 	}
 	rec.PID = p.PID()
 	n.mu.Lock()
-	n.proc, n.cur, n.warm, n.probeOK = p, rec, false, false
+	n.proc, n.cur, n.warm, n.ready = p, rec, false, false
 	n.history = append(n.history, rec)
 	n.mu.Unlock()
 	n.readers.Add(1)
@@ -241,7 +213,7 @@ func (n *Node) waitReady(ctx context.Context, p *proc.Process, rec *ProcessRecor
 			if resp.StatusCode == http.StatusOK {
 				n.mu.Lock()
 				rec.Ready = time.Now()
-				n.probeOK = true
+				n.ready = true
 				n.mu.Unlock()
 				n.notify()
 				n.log.Info("kube-apiserver ready", zap.Int32("revision", rec.Revision), zap.Duration("after", rec.Ready.Sub(rec.Started).Round(time.Millisecond)))
@@ -400,7 +372,7 @@ func (n *Node) terminate() error {
 	rec.ExitStatus = p.ExitStatus()
 	n.proc = nil
 	n.warm = false
-	n.probeOK = false
+	n.ready = false
 	n.mu.Unlock()
 	n.notify()
 	if killed {
@@ -432,17 +404,6 @@ func (n *Node) rollTo(ctx context.Context, rev int32) error {
 	return nil
 }
 
-// kill SIGKILLs the running apiserver at lab stop.
-func (n *Node) kill() error {
-	n.mu.Lock()
-	p := n.proc
-	n.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	return p.Kill()
-}
-
 func (n *Node) wait() { n.readers.Wait() }
 
 // startLoops starts the node's readiness probe and its kubelet (pod status).
@@ -459,31 +420,14 @@ func (n *Node) startLoops() {
 	go func() { defer n.lab.bg.Done(); n.kubeletLoop(n.lab.ctx) }()
 }
 
-// probeLoop is the pod's readiness probe: /readyz every ProbeInterval.
+// probeLoop is the pod's readiness probe: /readyz every ProbeInterval
+// while a process runs.
 func (n *Node) probeLoop(ctx context.Context) {
-	hc := n.lab.httpClient(false, n.lab.opts.ProbeInterval)
-	t := time.NewTicker(n.lab.opts.ProbeInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		n.mu.Lock()
-		running := n.proc != nil
-		n.mu.Unlock()
-		if !running {
-			continue
-		}
-		code, err := get(ctx, hc, n.URL()+"/readyz")
-		ok := err == nil && code == http.StatusOK
-		n.mu.Lock()
-		changed := ok != n.probeOK
-		n.probeOK = ok
-		n.mu.Unlock()
-		if changed {
-			n.notify()
-		}
-	}
+	n.supervised.probeLoop(ctx, n.URL()+"/readyz",
+		func() bool { return n.proc != nil },
+		func(ok bool) bool {
+			changed := ok != n.ready
+			n.ready = ok
+			return changed
+		}, nil)
 }

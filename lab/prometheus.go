@@ -31,7 +31,7 @@ func (l *Lab) startPrometheus(ctx context.Context, bin string) error {
 	// One job for every aggregated replica (Prometheus refuses two jobs of
 	// one name); the group label tells openshift-apiserver from oauth's.
 	agg := admin("aggregated")
-	for _, r := range l.replicas {
+	for _, r := range l.aggr.replicas {
 		agg.Targets = append(agg.Targets, promserver.Target{Addr: r.Addr(), Labels: map[string]string{"node": r.NodeName(), "group": r.Group()}})
 	}
 	if len(agg.Targets) > 0 {

@@ -60,26 +60,36 @@ const aggregatedShutdownDelay = 2 * time.Second
 // the dynamic client so repro need not link kube-aggregator's types.
 var apiServiceGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 
+// aggregation is the lab's part for the aggregated API servers: their
+// state, and what sets them up, keeps their endpoints and stops them.
+type aggregation struct {
+	l *Lab // the lab it is part of
+	// bin is the aggregated server's binary; hostIP the host address the
+	// replicas listen on (Endpoints refuse loopback); certs their
+	// certificates.
+	bin      string
+	hostIP   net.IP
+	certs    pki.Aggregation
+	replicas []*Replica
+	// epMu serialises the Endpoints and EndpointSlice writes; epClient
+	// makes them.
+	epMu     sync.Mutex
+	epClient kubernetes.Interface
+}
+
 // Replica is one aggregated API server process's place: a role on a node,
 // with a fixed port and etcd proxy across restarts.
 type Replica struct {
-	lab   *Lab
+	supervised
 	group aggregated.Group
 	node  *Node
-	port  int
-	proxy *netproxy.Proxy
-	log   *zap.Logger
 
 	// kubeconfig is the replica's client configuration (its node's
 	// kube-apiserver), kept for restarts.
 	kubeconfig string
 
-	mu      sync.Mutex
-	proc    *proc.Process
 	rec     *ReplicaRecord
 	history []*ReplicaRecord
-	ready   bool
-	changed chan struct{}
 }
 
 // ReplicaRecord is one aggregated server process's life.
@@ -105,20 +115,8 @@ func (r *Replica) Namespace() string { return r.group.Namespace }
 func (r *Replica) NodeName() string { return r.node.name }
 
 // Addr is the replica's listening address (host address, own port).
-func (r *Replica) Addr() string { return net.JoinHostPort(r.lab.hostIP.String(), strconv.Itoa(r.port)) }
-
-// EtcdProxy is the proxy between this replica and etcd: the seam for
-// stalling one aggregated server's storage.
-func (r *Replica) EtcdProxy() *netproxy.Proxy { return r.proxy }
-
-// PID is the running process's pid, 0 between processes.
-func (r *Replica) PID() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.proc == nil {
-		return 0
-	}
-	return r.proc.PID()
+func (r *Replica) Addr() string {
+	return net.JoinHostPort(r.lab.aggr.hostIP.String(), strconv.Itoa(r.port))
 }
 
 // AuditLog is the replica's audit log on its node, where `oc adm node-logs
@@ -140,22 +138,16 @@ func (r *Replica) Processes() []ReplicaRecord {
 
 func (r *Replica) podName() string { return "apiserver-" + r.node.name }
 
-func (r *Replica) notify() {
-	select {
-	case r.changed <- struct{}{}:
-	default:
-	}
-}
-
 // Replicas returns the aggregated API servers, by group then node.
-func (l *Lab) Replicas() []*Replica { return append([]*Replica(nil), l.replicas...) }
+func (l *Lab) Replicas() []*Replica { return append([]*Replica(nil), l.aggr.replicas...) }
 
 // setupAggregation issues the aggregation layer's certificates and lays out
 // the replicas (ports, etcd proxies, log folders); it runs before the
 // kube-apiservers start, which need the front-proxy files.
-func (l *Lab) setupAggregation() error {
-	l.hostIP = hostAddress()
-	if l.hostIP == nil {
+func (a *aggregation) setupAggregation() error {
+	l := a.l
+	a.hostIP = hostAddress()
+	if a.hostIP == nil {
 		return fmt.Errorf("the lab's aggregated API servers need a non-loopback address (Endpoints refuse loopback ones) and this host has none: bring up a network interface with an address")
 	}
 	var names []string
@@ -163,12 +155,12 @@ func (l *Lab) setupAggregation() error {
 		names = append(names, "api."+g.Namespace+".svc", "api."+g.Namespace+".svc.cluster.local")
 	}
 	var err error
-	if l.agg, err = l.pki.IssueAggregation(l.hostIP, names); err != nil {
+	if a.certs, err = l.pki.IssueAggregation(a.hostIP, names); err != nil {
 		return fmt.Errorf("aggregation certificates: %w", err)
 	}
 	for _, g := range aggregated.Groups {
 		for _, n := range l.nodes {
-			port, err := freePortOn(l.hostIP)
+			port, err := freePortOn(a.hostIP)
 			if err != nil {
 				return err
 			}
@@ -179,8 +171,8 @@ func (l *Lab) setupAggregation() error {
 			if err := os.MkdirAll(filepath.Join(n.nodeLogDir(), g.Component), 0o755); err != nil {
 				return err
 			}
-			l.replicas = append(l.replicas, &Replica{lab: l, group: g, node: n, port: port, proxy: px,
-				log: l.log.With(zap.String("node", n.name), zap.String("group", g.Name)), changed: make(chan struct{}, 1)})
+			a.replicas = append(a.replicas, &Replica{group: g, node: n,
+				supervised: newSupervised(l, port, px, l.log.With(zap.String("node", n.name), zap.String("group", g.Name)))})
 		}
 	}
 	return nil
@@ -198,29 +190,30 @@ func freePortOn(ip net.IP) (int, error) {
 // aggregatorArgs are kube-apiserver's aggregation flags: the front proxy's
 // CA and client certificate, and routing to endpoints rather than the
 // Service's cluster IP (nothing implements cluster IPs in the lab).
-func (l *Lab) aggregatorArgs() []string {
-	if l.agg.FrontProxyCA == "" {
+func (a *aggregation) aggregatorArgs() []string {
+	if a.certs.FrontProxyCA == "" {
 		return nil
 	}
 	return []string{
-		"--requestheader-client-ca-file=" + l.agg.FrontProxyCA,
+		"--requestheader-client-ca-file=" + a.certs.FrontProxyCA,
 		"--requestheader-allowed-names=" + pki.FrontProxyClientName,
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file=" + l.agg.ProxyClientCert,
-		"--proxy-client-key-file=" + l.agg.ProxyClientKey,
+		"--proxy-client-cert-file=" + a.certs.ProxyClientCert,
+		"--proxy-client-key-file=" + a.certs.ProxyClientKey,
 		"--enable-aggregator-routing=true",
 	}
 }
 
 // kubeconfigFor writes the replicas' kubeconfig for node: its own
 // kube-apiserver, the replicas' client certificate.
-func (l *Lab) kubeconfigFor(n *Node) (string, error) {
+func (a *aggregation) kubeconfigFor(n *Node) (string, error) {
+	l := a.l
 	p := filepath.Join(l.pki.Dir, "aggregated-"+n.name+".kubeconfig")
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["lab"] = &clientcmdapi.Cluster{Server: n.URL(), CertificateAuthority: l.pki.CACert}
-	cfg.AuthInfos["aggregated"] = &clientcmdapi.AuthInfo{ClientCertificate: l.agg.ClientCert, ClientKey: l.agg.ClientKey}
+	cfg.AuthInfos["aggregated"] = &clientcmdapi.AuthInfo{ClientCertificate: a.certs.ClientCert, ClientKey: a.certs.ClientKey}
 	cfg.Contexts["lab"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: "aggregated"}
 	cfg.CurrentContext = "lab"
 	return p, clientcmd.WriteToFile(*cfg, p)
@@ -231,10 +224,10 @@ func (r *Replica) args(kubeconfig string) []string {
 	return append([]string{
 		"--group=" + r.group.Name,
 		"--etcd-servers=http://" + r.proxy.Addr(),
-		"--bind-address=" + l.hostIP.String(),
+		"--bind-address=" + l.aggr.hostIP.String(),
 		"--secure-port=" + strconv.Itoa(r.port),
-		"--tls-cert-file=" + l.agg.ServingCert,
-		"--tls-private-key-file=" + l.agg.ServingKey,
+		"--tls-cert-file=" + l.aggr.certs.ServingCert,
+		"--tls-private-key-file=" + l.aggr.certs.ServingKey,
 		"--cert-dir=" + filepath.Join(l.dir, "certs-"+r.group.Component+"-"+r.node.name),
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
@@ -268,13 +261,13 @@ func (r *Replica) start(ctx context.Context, kubeconfig string) error {
 		logf.Close()
 		return fmt.Errorf("%s on %s: lab is stopping", r.group.Component, r.node.name)
 	}
-	cmd := exec.Command(l.aggBin, r.args(kubeconfig)...)
+	cmd := exec.Command(l.aggr.bin, r.args(kubeconfig)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	rec := &ReplicaRecord{Group: r.group.Name, Node: r.node.name, LogPath: logPath, Started: time.Now()}
 	p, err := proc.Start(cmd)
 	logf.Close()
 	if err != nil {
-		return fmt.Errorf("starting %s on %s (%s): %w", r.group.Component, r.node.name, l.aggBin, err)
+		return fmt.Errorf("starting %s on %s (%s): %w", r.group.Component, r.node.name, l.aggr.bin, err)
 	}
 	rec.PID = p.PID()
 	r.mu.Lock()
@@ -330,7 +323,7 @@ func (r *Replica) terminate() error {
 	r.ready = false
 	r.mu.Unlock()
 	r.notify()
-	r.lab.syncEndpoints(r.lab.ctx, r.group)
+	r.lab.aggr.syncEndpoints(r.lab.ctx, r.group)
 	_, err := p.Terminate(r.lab.opts.GracePeriod)
 	r.mu.Lock()
 	rec.Exited, rec.ExitStatus = p.ExitedAt(), p.ExitStatus()
@@ -341,39 +334,30 @@ func (r *Replica) terminate() error {
 	return err
 }
 
-func (r *Replica) kill() error {
-	r.mu.Lock()
-	p := r.proc
-	r.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	return p.Kill()
-}
-
 // startAggregated creates what OpenShift's operators create for the two
 // aggregated APIs (namespaces, RBAC, Services, APIServices), starts every
 // replica, publishes their endpoints and waits until both APIServices are
 // Available. It runs once the kube-apiservers are in service.
-func (l *Lab) startAggregated(ctx context.Context) error {
+func (a *aggregation) startAggregated(ctx context.Context) error {
+	l := a.l
 	began := time.Now()
-	if err := l.bootstrapAggregated(ctx); err != nil {
+	if err := a.bootstrapAggregated(ctx); err != nil {
 		return err
 	}
 	kubeconfigs := map[string]string{}
 	for _, n := range l.nodes {
-		p, err := l.kubeconfigFor(n)
+		p, err := a.kubeconfigFor(n)
 		if err != nil {
 			return err
 		}
 		kubeconfigs[n.name] = p
 	}
-	errs := make(chan error, len(l.replicas))
-	for _, r := range l.replicas {
+	errs := make(chan error, len(a.replicas))
+	for _, r := range a.replicas {
 		go func() { errs <- r.start(ctx, kubeconfigs[r.node.name]) }()
 	}
 	var startErr error
-	for range l.replicas {
+	for range a.replicas {
 		if err := <-errs; err != nil && startErr == nil {
 			startErr = err
 		}
@@ -382,23 +366,24 @@ func (l *Lab) startAggregated(ctx context.Context) error {
 		return startErr
 	}
 	for _, g := range aggregated.Groups {
-		if err := l.syncEndpoints(ctx, g); err != nil {
+		if err := a.syncEndpoints(ctx, g); err != nil {
 			return err
 		}
 	}
-	for _, r := range l.replicas {
+	for _, r := range a.replicas {
 		l.bg.Add(2)
 		go func() { defer l.bg.Done(); r.probeLoop(l.ctx) }()
 		go func() { defer l.bg.Done(); r.kubeletLoop(l.ctx) }()
 	}
-	if err := l.waitAPIServicesAvailable(ctx); err != nil {
+	if err := a.waitAPIServicesAvailable(ctx); err != nil {
 		return err
 	}
-	l.log.Info("aggregated APIs available", zap.Int("replicas", len(l.replicas)), zap.Duration("took", time.Since(began).Round(time.Millisecond)))
+	l.log.Info("aggregated APIs available", zap.Int("replicas", len(a.replicas)), zap.Duration("took", time.Since(began).Round(time.Millisecond)))
 	return nil
 }
 
-func (l *Lab) bootstrapAggregated(ctx context.Context) error {
+func (a *aggregation) bootstrapAggregated(ctx context.Context) error {
+	l := a.l
 	kube := l.client
 	retry := func(what string, fn func() error) error {
 		if err := operator.RetryTransient(ctx, func() error {
@@ -477,30 +462,31 @@ func (l *Lab) bootstrapAggregated(ctx context.Context) error {
 // would. Both: the aggregator resolves through Endpoints up to Kubernetes
 // 1.32 and EndpointSlices since (kubernetes
 // staging/src/k8s.io/kube-aggregator/pkg/apiserver/resolvers.go).
-func (l *Lab) syncEndpoints(ctx context.Context, g aggregated.Group) error {
-	l.epMu.Lock()
-	defer l.epMu.Unlock()
-	if l.epClient == nil {
+func (a *aggregation) syncEndpoints(ctx context.Context, g aggregated.Group) error {
+	l := a.l
+	a.epMu.Lock()
+	defer a.epMu.Unlock()
+	if a.epClient == nil {
 		// Endpoints are deprecated since 1.33 and every write says so;
 		// the lab writes them on purpose (1.29's aggregator reads them).
 		c := rest.CopyConfig(l.cfg)
 		c.WarningHandler = rest.NoWarnings{}
 		var err error
-		if l.epClient, err = kubernetes.NewForConfig(c); err != nil {
+		if a.epClient, err = kubernetes.NewForConfig(c); err != nil {
 			return err
 		}
 	}
-	kube := l.epClient
+	kube := a.epClient
 	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: g.Namespace, Labels: map[string]string{"app": g.Component}}}
 	var slices []*discoveryv1.EndpointSlice
-	for _, r := range l.replicas {
+	for _, r := range a.replicas {
 		if r.group != g {
 			continue
 		}
 		r.mu.Lock()
 		ready, running := r.ready, r.proc != nil
 		r.mu.Unlock()
-		addr := corev1.EndpointAddress{IP: l.hostIP.String(), NodeName: ptr.To(r.node.name),
+		addr := corev1.EndpointAddress{IP: a.hostIP.String(), NodeName: ptr.To(r.node.name),
 			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: g.Namespace, Name: r.podName()}}
 		// Each replica has its own port, so each is its own subset (and
 		// slice): an endpoint's ports are shared by its addresses.
@@ -516,7 +502,7 @@ func (l *Lab) syncEndpoints(ctx context.Context, g aggregated.Group) error {
 				discoveryv1.LabelServiceName: "api", discoveryv1.LabelManagedBy: "repro-lab"}},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Endpoints: []discoveryv1.Endpoint{{
-				Addresses:  []string{l.hostIP.String()},
+				Addresses:  []string{a.hostIP.String()},
 				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(ready), Terminating: ptr.To(!running)},
 				NodeName:   ptr.To(r.node.name),
 				TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: g.Namespace, Name: r.podName()},
@@ -524,7 +510,7 @@ func (l *Lab) syncEndpoints(ctx context.Context, g aggregated.Group) error {
 			Ports: []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(r.port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
 		})
 	}
-	if l.hostIP.To4() == nil {
+	if a.hostIP.To4() == nil {
 		for _, s := range slices {
 			s.AddressType = discoveryv1.AddressTypeIPv6
 		}
@@ -600,7 +586,8 @@ func (l *Lab) APIServices(ctx context.Context) ([]APIServiceStatus, error) {
 	return out, nil
 }
 
-func (l *Lab) waitAPIServicesAvailable(ctx context.Context) error {
+func (a *aggregation) waitAPIServicesAvailable(ctx context.Context) error {
+	l := a.l
 	last := ""
 	for {
 		sts, err := l.APIServices(ctx)
@@ -628,60 +615,27 @@ func (l *Lab) waitAPIServicesAvailable(ctx context.Context) error {
 // probeLoop is the replica pod's readiness probe; a change updates the
 // pod and the Service's endpoints.
 func (r *Replica) probeLoop(ctx context.Context) {
-	hc := r.lab.httpClient(false, r.lab.opts.ProbeInterval)
-	t := time.NewTicker(r.lab.opts.ProbeInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		r.mu.Lock()
-		running := r.proc != nil && r.rec.Terminating.IsZero()
-		r.mu.Unlock()
-		if !running {
-			continue
-		}
-		code, err := get(ctx, hc, "https://"+r.Addr()+"/readyz")
-		ok := err == nil && code == http.StatusOK
-		r.mu.Lock()
-		changed := ok != r.ready && r.rec.Terminating.IsZero()
-		if changed {
-			r.ready = ok
-		}
-		r.mu.Unlock()
-		if changed {
-			r.notify()
-			if err := r.lab.syncEndpoints(ctx, r.group); err != nil && ctx.Err() == nil {
+	r.supervised.probeLoop(ctx, "https://"+r.Addr()+"/readyz",
+		func() bool { return r.proc != nil && r.rec.Terminating.IsZero() },
+		func(ok bool) bool {
+			// A terminating replica stays out: terminate took it out.
+			changed := ok != r.ready && r.rec.Terminating.IsZero()
+			if changed {
+				r.ready = ok
+			}
+			return changed
+		},
+		func(ctx context.Context) {
+			if err := r.lab.aggr.syncEndpoints(ctx, r.group); err != nil && ctx.Err() == nil {
 				r.log.Warn("updating endpoints", zap.Error(err))
 			}
-		}
-	}
+		})
 }
 
 // kubeletLoop keeps the replica's pod apiserver-<node> in its namespace
 // in line with the process, as the kubelet reports a Deployment's pod.
 func (r *Replica) kubeletLoop(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.changed:
-		case <-time.After(backoff):
-		}
-		if err := r.syncPod(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			r.log.Debug("replica pod sync failed, retrying", zap.Error(err))
-			backoff = min(backoff*2, 2*time.Second)
-			r.notify()
-			continue
-		}
-		backoff = 5 * time.Second
-	}
+	r.supervised.kubeletLoop(ctx, "replica pod", r.syncPod)
 }
 
 func (r *Replica) syncPod(ctx context.Context) error {
@@ -704,25 +658,9 @@ func (r *Replica) syncPod(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cond := func(t corev1.PodConditionType, ok bool, since time.Time) corev1.PodCondition {
-		s := corev1.ConditionFalse
-		if ok {
-			s = corev1.ConditionTrue
-		}
-		for _, c := range cur.Status.Conditions {
-			if c.Type == t && c.Status == s {
-				return c
-			}
-		}
-		return corev1.PodCondition{Type: t, Status: s, LastTransitionTime: metav1.NewTime(since)}
-	}
 	now := time.Now()
-	readySince := now
-	if ready && !readyAt.IsZero() {
-		readySince = readyAt
-	}
 	start := metav1.NewTime(started)
-	hostIP := r.lab.hostIP.String()
+	hostIP := r.lab.aggr.hostIP.String()
 	state := corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: start}}
 	if !running {
 		state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: start, FinishedAt: metav1.NewTime(now)}}
@@ -732,13 +670,7 @@ func (r *Replica) syncPod(ctx context.Context) error {
 		HostIP: hostIP, HostIPs: []corev1.HostIP{{IP: hostIP}},
 		PodIP: hostIP, PodIPs: []corev1.PodIP{{IP: hostIP}},
 		StartTime: &start, QOSClass: corev1.PodQOSBestEffort,
-		Conditions: []corev1.PodCondition{
-			cond(corev1.PodReadyToStartContainers, true, started),
-			cond(corev1.PodInitialized, true, started),
-			cond(corev1.PodReady, ready, readySince),
-			cond(corev1.ContainersReady, ready, readySince),
-			cond(corev1.PodScheduled, true, started),
-		},
+		Conditions: podConditions(cur, started, ready, readyAt, now, ""),
 		ContainerStatuses: []corev1.ContainerStatus{{
 			Name: r.group.Component, Image: "lab.local/aggregated-apiserver:" + aggregated.Spec.Version,
 			ImageID: "lab.local/aggregated-apiserver@pid-" + strconv.Itoa(pid),
@@ -770,7 +702,7 @@ func (r *Replica) pod() *corev1.Pod {
 			Name: r.podName(), Namespace: r.group.Namespace,
 			Labels: map[string]string{"app": r.group.Component, "apiserver": "true"},
 			Annotations: map[string]string{
-				"repro.lab/binary": r.lab.aggBin,
+				"repro.lab/binary": r.lab.aggr.bin,
 			},
 		},
 		Spec: corev1.PodSpec{
@@ -795,7 +727,8 @@ func (r *Replica) pod() *corev1.Pod {
 
 // rollReplicasOn restarts n's replicas in the background (the
 // aggregated-rollout knob).
-func (l *Lab) rollReplicasOn(n *Node) {
+func (a *aggregation) rollReplicasOn(n *Node) {
+	l := a.l
 	l.bg.Add(1)
 	go func() {
 		defer l.bg.Done()
@@ -811,7 +744,7 @@ func (l *Lab) rollReplicasOn(n *Node) {
 // process, back in the endpoints once ready. It returns when both are back.
 func (l *Lab) RollReplicas(ctx context.Context, node string) error {
 	var hit []*Replica
-	for _, r := range l.replicas {
+	for _, r := range l.aggr.replicas {
 		if r.node.name == node {
 			hit = append(hit, r)
 		}
@@ -832,7 +765,7 @@ func (l *Lab) RollReplicas(ctx context.Context, node string) error {
 				errs <- err
 				return
 			}
-			errs <- l.syncEndpoints(ctx, r.group)
+			errs <- l.aggr.syncEndpoints(ctx, r.group)
 		}()
 	}
 	var first error
@@ -847,53 +780,26 @@ func (l *Lab) RollReplicas(ctx context.Context, node string) error {
 // stallReplicasOn holds the etcd links of n's replicas for
 // AggregatedEtcdStall, EtcdStallAfter after n's kube-apiserver is back in
 // service.
-func (l *Lab) stallReplicasOn(n *Node) {
-	f := l.opts.Faults
-	var hit []*Replica
+func (a *aggregation) stallReplicasOn(n *Node) {
+	l := a.l
+	var proxies []*netproxy.Proxy
 	var names []string
-	for _, r := range l.replicas {
+	for _, r := range a.replicas {
 		if r.node == n {
-			hit = append(hit, r)
+			proxies = append(proxies, r.proxy)
 			names = append(names, r.group.Component+"/"+n.name)
 		}
 	}
-	l.bg.Add(1)
-	go func() {
-		defer l.bg.Done()
-		wctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
-		_ = l.lb.WaitInService(wctx, n.name)
-		cancel()
-		select {
-		case <-l.ctx.Done():
-			return
-		case <-time.After(f.EtcdStallAfter):
-		}
-		from := time.Now()
-		until := from.Add(f.AggregatedEtcdStall)
-		for _, r := range hit {
-			r.proxy.SetHook(stallHook{until: until})
-		}
-		i := l.faults.add(FaultEvent{Fault: "aggregated-etcd-stall", Node: n.name, Nodes: names, From: from})
-		l.log.Info("fault: stalling the aggregated servers' link to etcd", zap.String("trigger", n.name), zap.Strings("links", names), zap.Duration("for", f.AggregatedEtcdStall))
-		select {
-		case <-l.ctx.Done():
-		case <-time.After(time.Until(until)):
-		}
-		for _, r := range hit {
-			r.proxy.SetHook(nil)
-		}
-		l.faults.end(i, time.Now())
-		l.log.Info("fault: aggregated servers' link to etcd released", zap.Strings("links", names))
-	}()
+	l.stallLinks(n, "aggregated-etcd-stall", "aggregated servers' link to etcd", l.opts.Faults.AggregatedEtcdStall, proxies, names)
 }
 
 // stopReplicas SIGKILLs every replica at lab stop and closes their proxies.
-func (l *Lab) stopReplicas() []error {
+func (a *aggregation) stopReplicas() []error {
 	var errs []error
-	for _, r := range l.replicas {
+	for _, r := range a.replicas {
 		errs = appendErr(errs, r.kill())
 	}
-	for _, r := range l.replicas {
+	for _, r := range a.replicas {
 		r.mu.Lock()
 		p := r.proc
 		r.mu.Unlock()

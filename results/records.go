@@ -46,12 +46,12 @@ type LabRecord struct {
 	KubeAPIServer string `json:"kubeAPIServer"`
 	// KubeDefault is true when the release is the lab's default, so labels
 	// name a release only where it differs.
-	KubeDefault bool `json:"kubeDefault,omitempty"`
+	KubeDefault bool `json:"kubeDefault"`
 	// KubeVersion is the release as the binary reported it.
-	KubeVersion string `json:"kubeVersion,omitempty"`
+	KubeVersion string `json:"kubeVersion"`
 	// LB is the load balancer's data path (kernel or proxy); runs from
 	// before the kernel LB recorded none and ran the proxy.
-	LB string `json:"lb,omitempty"`
+	LB string `json:"lb"`
 	// LBHealthInterval is the LB's health-check interval.
 	LBHealthInterval string `json:"lbHealthInterval"`
 	// LBHealthTimeout is the LB's health-check timeout.

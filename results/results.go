@@ -44,6 +44,8 @@ const (
 	IntervalsFile         = "intervals.json"
 	BackendDisruptionFile = "backend-disruption.json"
 	SummaryFile           = "summary.txt"
+	// LogFile is the log a run keeps: every line at every level.
+	LogFile = "repro.log"
 	// AttributionFile holds one verdict per failed sample: where the
 	// request went, from the apiservers' audit logs (repro attribute).
 	AttributionFile = "attribution.jsonl"

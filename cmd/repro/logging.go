@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/go-logr/zapr"
@@ -18,7 +16,7 @@ import (
 
 // logFileName is the log a run keeps in its results folder: every line at
 // every level, the lab's process chatter and client-go's included.
-const logFileName = "repro.log"
+const logFileName = results.LogFile
 
 // logSink is where log lines go: the console (stderr, or the progress
 // container while bars show, so lines print above them and the bars stay
@@ -155,22 +153,4 @@ func (o *rootOptions) logToFile(path string) (func(), error) {
 			f.Close()
 		})
 	}, nil
-}
-
-// removeIfOnlyLog removes a results folder that holds nothing but its
-// log: the run stopped before measuring and says why on the screen.
-func removeIfOnlyLog(f *results.Folder) {
-	ents, err := os.ReadDir(f.Dir())
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		if e.Name() != logFileName {
-			return
-		}
-	}
-	if err := os.Remove(filepath.Join(f.Dir(), logFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return
-	}
-	f.RemoveIfEmpty()
 }

@@ -72,31 +72,21 @@ func runProbe(cmd *cobra.Command, o *rootOptions, po *probeOptions) error {
 	if out == "" {
 		out = results.DefaultDir("probe", time.Now())
 	}
-	folder, err := results.Create(out)
-	if err != nil {
-		return err
-	}
-	closeLog, err := o.logToFile(folder.Path(logFileName))
-	if err != nil {
-		return err
-	}
-	defer closeLog()
-	session := &scenarios.Session{
-		Command: "probe", Args: os.Args, Scenario: sc, Timings: scenarios.Timings{Baseline: po.duration},
-		Polling: polling, Target: target, Out: cmd.OutOrStdout(), Log: o.logger(),
+	plan, err := scenarios.NewPlan(scenarios.PlanOptions{
+		Command: "probe", Args: os.Args, Scenario: sc, Baseline: po.duration,
+		Polling: polling, Cluster: target, Out: out,
+		Stdout: cmd.OutOrStdout(), Stderr: os.Stderr, Log: o.logger(), LogTo: o.logToFile,
 		Progress: func(pr *prober.Prober, total time.Duration) (*zap.Logger, func()) {
 			d := startProgress(ctx, pr, total, o, nil)
 			return d.logger(), d.finish
 		},
+	})
+	if err != nil {
+		return err
 	}
-	run, runErr := session.Run(ctx, folder)
-	if run == nil {
-		closeLog()
-		removeIfOnlyLog(folder)
-		if ctx.Err() != nil {
-			return withExitCode(exitInterrupted, errors.New("interrupted before polling started"))
-		}
-		return runErr
+	res, err := plan.Run(ctx)
+	if err != nil {
+		return notMeasured(err, "interrupted before polling started")
 	}
-	return finishRun(cmd.OutOrStdout(), folder, run, runErr, 0)
+	return finishRun(cmd.OutOrStdout(), res, 0)
 }

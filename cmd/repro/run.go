@@ -13,12 +13,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
+	"k8s.io/client-go/rest"
 
-	"github.com/repro-tools/repro/attribute"
 	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/lab/binaries"
 	"github.com/repro-tools/repro/prober"
-	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
 	"github.com/repro-tools/repro/scenarios"
 	"github.com/repro-tools/repro/trigger"
@@ -228,7 +227,6 @@ func (ro *runOptions) validate() error {
 
 func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 	ctx := cmd.Context()
-	log := o.logger()
 	out := cmd.OutOrStdout()
 	sc, err := scenarios.Lookup(ro.scenario)
 	if err != nil {
@@ -246,332 +244,120 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 		return err
 	}
 	found := foundKubeconfig()
-	labOpts.Prometheus = ro.metrics.monitoring
-	vantages, err := vantage.Parse(ro.vantages)
-	if err != nil {
-		return err
-	}
 	// A run, and its dry run, go live only when a cluster is named: a dry
 	// run resolves its target exactly as the run does, so with no cluster
 	// named it is the lab's dry run and touches no cluster at all.
-	named := explicitTarget(o)
-	onLab := ro.useLab || !named
-	if onLab && polling.AWSLB {
-		return errors.New("--aws-lb reads a live AWS cluster's load balancers; the lab records its own load balancer's health in every run: drop --aws-lb or name the cluster (--kubeconfig)")
+	var onLab *scenarios.LabPlan
+	if ro.useLab || !explicitTarget(o) {
+		onLab = &scenarios.LabPlan{Options: labOpts, Sets: ro.lab.sets, Why: why(ro, found), Logger: o.quietLogger().Named("lab")}
 	}
-	timings := scenarios.LiveTimings()
-	if onLab {
-		timings = scenarios.LabTimings()
-		// One time scale: the lab divides origin's probe timeout as it
-		// divides every other duration of the rollout, unless it is given.
-		if !cmd.Flags().Changed("probe-timeout") {
-			polling.ProbeTimeout = labOpts.Timing.Scale(prober.DefaultProbeTimeout)
-		}
-		// A rollout at AWS timing takes three times (129 s + start + 30 s).
-		timings.FollowTimeout = time.Duration(lab.TimingFast.Factor/labOpts.Timing.Factor) * timings.FollowTimeout
+	view := newRolloutView(sc.Rollout)
+	po := scenarios.PlanOptions{
+		Command: "run", Args: os.Args, Scenario: sc, Iterations: ro.iterations, RunID: time.Now().UTC().Format("20060102t150405"),
+		Lab: onLab, Baseline: ro.baseline, CoolDown: ro.coolDown, FollowTimeout: ro.followTimeout,
+		Polling: polling, ProbeTimeoutSet: cmd.Flags().Changed("probe-timeout"), Vantages: ro.vantages,
+		MaxDisruption: ro.maxDisruption, Force: ro.force, Yes: ro.yes, Out: ro.out,
+		Evidence: scenarios.Evidence{Metrics: ro.metrics.plan()},
+		Stdout:   out, Stderr: os.Stderr, Log: o.logger(), LogTo: o.logToFile, OnEvent: view.observe,
+		Progress: func(pr *prober.Prober, total time.Duration) (*zap.Logger, func()) {
+			d := startProgress(ctx, pr, total, o, view)
+			return d.logger(), d.finish
+		},
 	}
-	for _, d := range []struct {
-		flag time.Duration
-		into *time.Duration
-	}{{ro.baseline, &timings.Baseline}, {ro.coolDown, &timings.CoolDown}, {ro.followTimeout, &timings.FollowTimeout}} {
-		if d.flag > 0 {
-			*d.into = d.flag
+	if ro.attribute {
+		po.Evidence.Attribute = func(ctx context.Context, cfg *rest.Config, dir string, timeout time.Duration) error {
+			return attributeRun(ctx, out, cfg, dir, timeout, po.Log)
 		}
 	}
-	runID := time.Now().UTC().Format("20060102t150405")
-	session := &scenarios.Session{
-		Command: "run", Args: os.Args, Scenario: sc, Timings: timings, Iterations: ro.iterations, RunID: runID,
-		Force: ro.force, Polling: polling, MaxDisruption: ro.maxDisruption, Yes: ro.yes, Out: out, Log: log,
+	plan, err := scenarios.NewPlan(po)
+	if err != nil {
+		return err
 	}
 
 	if ro.dryRun {
-		printPlan(out, ro, sc, timings, runID, onLab)
-		if onLab {
-			printLabPlan(out, labOpts, polling.ProbeTimeout, why(ro, found))
+		printPlan(out, ro, plan)
+		if plan.Lab != nil {
+			printLabPlan(out, plan.Lab.Options, plan.Polling.ProbeTimeout, plan.Lab.Why)
 			fmt.Fprintln(out, "dry run: nothing was built, started or changed, and no request was sent")
 			return nil
 		}
-		if session.Target, err = runTarget(o); err != nil {
+		if plan.Cluster, err = runTarget(o); err != nil {
 			return err
 		}
-		if err := session.DryRun(ctx); err != nil {
+		if err := plan.DryRun(ctx); err != nil {
 			return err
 		}
 		fmt.Fprintln(out, "dry run: nothing was changed")
 		return nil
 	}
 
-	if onLab {
+	if plan.Lab != nil {
 		// The kernel load balancer runs in a network namespace of its own:
 		// the whole run (lab and pollers) goes on in a repro inside one.
-		if code, ran, err := enterNetns(ctx, &labOpts, cmd.ErrOrStderr()); err != nil {
+		if code, ran, err := enterNetns(ctx, &plan.Lab.Options, cmd.ErrOrStderr()); err != nil {
 			return err
 		} else if ran {
 			return childExit(code)
 		}
-	}
-
-	outDir := ro.out
-	if outDir == "" {
-		outDir = results.DefaultDir(sc.Name, time.Now())
-	}
-	folder, err := results.Create(outDir)
-	if err != nil {
-		return err
-	}
-	logFile, err := o.logToFile(folder.Path(logFileName))
-	if err != nil {
-		return err
-	}
-	defer logFile()
-
-	var theLab *lab.Lab
-	if onLab {
-		fmt.Fprintf(out, "%s: starting the lab (%d real kube-apiservers behind an NLB-like load balancer; timing %s, probe timeout %v)\n", why(ro, found), labOpts.Nodes, labOpts.Timing, polling.ProbeTimeout)
-		opts := labOpts
-		// The lab's process chatter goes to repro.log; warnings also to the screen.
-		opts.Logger = o.quietLogger().Named("lab")
-		opts.BuildProgress = os.Stderr
-		opts.ConnRecords = folder.Path(results.LBConnectionsFile)
-		started := time.Now()
-		theLab, err = startLab(ctx, opts)
-		if err != nil {
-			logFile()
-			folder.RemoveIfEmpty()
-			if ctx.Err() != nil {
-				return withExitCode(exitInterrupted, errors.New("interrupted while starting the lab"))
-			}
-			return fmt.Errorf("lab did not start: %w", err)
-		}
-		defer func() {
-			if ctx.Err() != nil {
-				// One line: the teardown is the only wait left.
-				fmt.Fprintf(os.Stderr, "repro: stopping the lab; its apiservers may take up to their grace period (%v) to exit (Ctrl-C again to exit at once)\n", theLab.Options().GracePeriod)
-			}
-			theLab.Stop()
-		}()
-		fmt.Fprintf(out, "lab is up in %s at %s (%s load balancer)\n", time.Since(started).Round(time.Millisecond), theLab.URL(), theLab.LBKind())
-		session.Target = scenarios.Target{Config: theLab.RESTConfig(), Lab: labSettings(theLab, ro.lab.sets)}
-		session.BeforeFinish = func(run *results.Run) {
-			// The fault windows the lab applied, to line up with the gaps.
-			run.SetExtra("labFaults", theLab.FaultEvents())
-			if err := keepLabLogs(theLab, folder); err != nil {
-				log.Warn("could not copy the apiserver logs into the results", zap.Error(err))
-			}
-			if _, err := scenarios.CopySignals(theLab.LBHealthPath(), folder); err != nil {
-				log.Warn("could not copy the load balancer's health records into the results", zap.Error(err))
-			}
-		}
 	} else {
-		if session.Target, err = runTarget(o); err != nil {
-			logFile()
-			folder.RemoveIfEmpty()
+		// Only the cluster the user named (see cluster.go).
+		if plan.Cluster, err = runTarget(o); err != nil {
 			return err
 		}
-		session.Confirm = terminalConfirm(cmd)
+		plan.Confirm = terminalConfirm(cmd)
 	}
-
-	if err := setVantages(ctx, session, theLab, vantages, ro.attribute); err != nil {
-		logFile()
-		folder.RemoveIfEmpty()
-		return err
+	res, err := plan.Run(ctx)
+	if err != nil {
+		return notMeasured(err, "interrupted before polling started; nothing was changed")
 	}
-
-	mr := setupMetrics(session, theLab, folder, &ro.metrics, log)
-	view := newRolloutView(sc.Rollout)
-	session.OnEvent = view.observe
-	session.Progress = func(pr *prober.Prober, total time.Duration) (*zap.Logger, func()) {
-		d := startProgress(ctx, pr, total, o, view)
-		return d.logger(), d.finish
-	}
-	run, runErr := session.Run(ctx, folder)
-	if run == nil {
-		// Stopped before measuring: nothing of the run is kept but its log.
-		logFile()
-		removeIfOnlyLog(folder)
-		if ctx.Err() != nil {
-			return withExitCode(exitInterrupted, errors.New("interrupted before polling started; nothing was changed"))
-		}
-		return runErr
-	}
-	mr.finish(ctx, out, session, run)
-	if ro.attribute {
-		// On the lab this runs before the lab stops: its kubelet
-		// endpoints serve the audit logs.
-		timeout := attribute.DefaultRequestTimeout
-		if theLab != nil {
-			timeout = theLab.RequestTimeout()
-		}
-		if err := attributeRun(ctx, out, session.Target.Config, folder.Dir(), timeout, log); err != nil {
-			log.Warn("attribution failed; rerun \"repro attribute "+folder.Dir()+"\"", zap.Error(err))
-		}
-	}
-	return finishRun(out, folder, run, runErr, ro.maxDisruption)
+	return finishRun(out, res, ro.maxDisruption)
 }
 
-// setVantages resolves the vantage points into the pollers' targets (on the
-// lab, direct is each apiserver's own port) and adds what they and
-// attribution read to the permissions checked before a live rollout.
-func setVantages(ctx context.Context, s *scenarios.Session, l *lab.Lab, names []string, attribute bool) error {
-	if attribute && l == nil {
-		s.ExtraPermissions = append(s.ExtraPermissions, trigger.AttributionPermissions...)
+// notMeasured turns a plan's stop before measuring into the exit code: an
+// interrupt exits 130 with one line, interrupted saying at which point.
+func notMeasured(err error, interrupted string) error {
+	var nm *scenarios.NotMeasured
+	if !errors.As(err, &nm) || !nm.Interrupted {
+		return err
 	}
-	if len(names) == 1 && names[0] == vantage.ExternalLB {
-		return nil
+	if nm.StartingLab {
+		return withExitCode(exitInterrupted, errors.New("interrupted while starting the lab"))
 	}
-	var targets []prober.Target
-	if l != nil {
-		for _, n := range names {
-			switch n {
-			case vantage.ExternalLB:
-				targets = append(targets, prober.Target{})
-			case vantage.Direct:
-				host := strings.TrimPrefix(l.URL(), "https://")
-				host = host[:strings.LastIndex(host, ":")]
-				for _, node := range l.Nodes() {
-					targets = append(targets, prober.Target{Vantage: vantage.Direct, Node: node.Name(), URL: node.URL(), ServerName: host})
-				}
-			default:
-				return fmt.Errorf("--vantage %s: the lab has only its load balancer (external-lb) and its apiservers' own ports (direct)", n)
-			}
-		}
-	} else {
-		c, err := vantage.NewClients(s.Target.Config)
-		if err != nil {
-			return err
-		}
-		// A few reads (Infrastructure, EndpointSlices, Nodes), bounded
-		// together like one of the trigger's calls.
-		rctx, cancel := context.WithTimeout(ctx, trigger.CallTimeout)
-		targets, err = vantage.Resolve(rctx, c, s.Target.Config.Host, names)
-		cancel()
-		if err != nil {
-			return err
-		}
-		s.ExtraPermissions = append(s.ExtraPermissions, trigger.VantagePermissions...)
-	}
-	s.Polling.Targets = targets
-	return nil
+	return withExitCode(exitInterrupted, errors.New(interrupted))
 }
 
-// finishRun derives the report from the folder, prints the summary and
-// turns the run's outcome into the exit code.
-func finishRun(out io.Writer, folder *results.Folder, run *results.Run, runErr error, maxDisruption time.Duration) error {
-	a, err := report.Rebuild(folder.Dir(), report.WithMaxDisruption(maxDisruption))
-	if err != nil {
-		return fmt.Errorf("report on %s: %w (samples are kept; rerun \"repro report %s\")", folder.Dir(), err, folder.Dir())
-	}
-	if summary, err := os.ReadFile(folder.Path(results.SummaryFile)); err == nil {
+// finishRun prints the summary and turns the run's outcome into the exit
+// code.
+func finishRun(out io.Writer, res *scenarios.Outcome, maxDisruption time.Duration) error {
+	dir := res.Folder.Dir()
+	if summary, err := os.ReadFile(res.Folder.Path(results.SummaryFile)); err == nil {
 		fmt.Fprint(out, string(summary))
 	}
-	fmt.Fprintf(out, "\nresults: %s (%d samples)\n", folder.Dir(), a.Samples)
+	fmt.Fprintf(out, "\nresults: %s (%d samples)\n", dir, res.Samples)
 	switch {
-	case run.Status == results.StatusInterrupted:
-		return withExitCode(exitInterrupted, fmt.Errorf("interrupted; partial results kept in %s", folder.Dir()))
-	case runErr != nil:
-		return fmt.Errorf("%w; results so far kept in %s", runErr, folder.Dir())
+	case res.Run.Status == results.StatusInterrupted:
+		return withExitCode(exitInterrupted, fmt.Errorf("interrupted; partial results kept in %s", dir))
+	case res.Err != nil:
+		return fmt.Errorf("%w; results so far kept in %s", res.Err, dir)
 	}
-	if over := report.OverLimit(a, maxDisruption); len(over) > 0 {
+	if len(res.OverLimit) > 0 {
 		var parts []string
-		for _, p := range over {
+		for _, p := range res.OverLimit {
 			parts = append(parts, fmt.Sprintf("%s %d ms", p.Name, p.Disrupted.Milliseconds()))
 		}
 		return withExitCode(exitOverLimit, fmt.Errorf("disruption over --max-disruption %v: %s", maxDisruption, strings.Join(parts, ", ")))
 	}
-	var refused int64
-	for _, p := range a.Pollers {
-		refused += p.Unauthorized
-	}
-	if refused > 0 {
-		return fmt.Errorf("%d request(s) were refused with 401/403: the credentials expired or lost permission during the run (on OpenShift a token is checked through the oauth-apiserver); results kept in %s", refused, folder.Dir())
+	if res.Refused > 0 {
+		return fmt.Errorf("%d request(s) were refused with 401/403: the credentials expired or lost permission during the run (on OpenShift a token is checked through the oauth-apiserver); results kept in %s", res.Refused, dir)
 	}
 	return nil
-}
-
-// startLab starts the lab so that Ctrl-C aborts its start (a first build
-// takes minutes) but not the running lab: on an interrupt the pollers must
-// stop before the apiservers do, or the teardown itself would be measured as
-// disruption. The caller stops the lab; if repro dies, the parent-death
-// signal takes the lab's processes with it.
-func startLab(ctx context.Context, opts lab.Options) (*lab.Lab, error) {
-	labCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
-	started := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			abort()
-		case <-started:
-		}
-	}()
-	l, err := lab.Start(labCtx, opts)
-	close(started)
-	if err != nil {
-		abort()
-		return nil, err
-	}
-	go func() {
-		<-l.Done()
-		abort()
-	}()
-	return l, nil
-}
-
-// labSettings records the lab of a run for run.json; sets are the
-// --lab-set changes as typed, so a fix run names itself.
-func labSettings(l *lab.Lab, sets []string) *results.LabRecord {
-	o := l.Options()
-	return &results.LabRecord{
-		Sets:  append([]string{}, sets...),
-		Nodes: o.Nodes, ShutdownDelay: o.ShutdownDelay.String(), GracePeriod: o.GracePeriod.String(),
-		MinReadyTime: o.MinReadyTime.String(), LBHealthInterval: o.Health.Interval.String(),
-		LBHealthTimeout: o.Health.Timeout.String(), LBHealthyThreshold: o.Health.HealthyThreshold,
-		LBUnhealthyThreshold: o.Health.UnhealthyThreshold, KubeAPIServer: o.KubeAPIServer,
-		Timing: o.Timing.Name, TimingFactor: o.Timing.Factor,
-		Profile: o.Profile, Knobs: lab.Settings(o), LB: l.LBKind(),
-		// The release as the binary reported it, and whether it is the
-		// lab's default, so labels name a release only where it differs.
-		KubeVersion: l.KubeVersion().String(), KubeDefault: l.KubeVersion().GitVersion == binaries.KubeAPIServer.Version && o.KubeAPIServer == "",
-	}
-}
-
-// keepLabLogs copies every apiserver process's log into the results folder,
-// before the lab's temporary directory (which also holds its keys) goes away.
-func keepLabLogs(l *lab.Lab, f *results.Folder) error {
-	dir := f.Path("apiserver-logs")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for _, n := range l.Nodes() {
-		for i, p := range n.Processes() {
-			if err := copyFile(p.LogPath, filepath.Join(dir, fmt.Sprintf("%s-%d-revision-%d.log", n.Name(), i, p.Revision))); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func copyFile(from, to string) error {
-	src, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst, err := os.Create(to)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return err
-	}
-	return dst.Close()
 }
 
 // printPlan says what a run would do, for --dry-run.
-func printPlan(out io.Writer, ro *runOptions, sc scenarios.Scenario, t scenarios.Timings, runID string, onLab bool) {
+func printPlan(out io.Writer, ro *runOptions, p *scenarios.Plan) {
+	sc, t := p.Scenario, p.Timings
 	target := "the lab (started for the run)"
-	if !onLab {
+	if p.Lab == nil {
 		target = "the kubeconfig's cluster"
 	}
 	fmt.Fprintf(out, "plan: scenario %s on %s\n", sc.Name, target)
@@ -579,7 +365,7 @@ func printPlan(out io.Writer, ro *runOptions, sc scenarios.Scenario, t scenarios
 	fmt.Fprintf(out, "  baseline %v\n", t.Baseline)
 	if sc.Rollout {
 		for n := 1; n <= ro.iterations; n++ {
-			fmt.Fprintf(out, "  iteration %d: patch kubeapiservers.operator.openshift.io/cluster (merge) %s\n", n, trigger.Patch(trigger.Reason(runID, n)))
+			fmt.Fprintf(out, "  iteration %d: patch kubeapiservers.operator.openshift.io/cluster (merge) %s\n", n, trigger.Patch(trigger.Reason(p.RunID, n)))
 			fmt.Fprintf(out, "    follow the rollout (limit %v, settle %v), then cool down %v\n", t.FollowTimeout, t.Settle, t.CoolDown)
 		}
 	}

@@ -118,11 +118,11 @@ func newKernel(l *LB) (*kernel, error) {
 	// Byte counts for the records; per namespace, so only the lab's.
 	_ = os.WriteFile("/proc/sys/net/netfilter/nf_conntrack_acct", []byte("1"), 0o644)
 	if k.ct, err = conntrack.Dial(nil); err != nil {
-		k.close()
+		k.shut()
 		return nil, fmt.Errorf("kernel load balancer: conntrack: %w", err)
 	}
 	if k.ctq, err = conntrack.Dial(nil); err != nil {
-		k.close()
+		k.shut()
 		return nil, fmt.Errorf("kernel load balancer: conntrack: %w", err)
 	}
 	// Room for bursts (a sweep's many new connections at once); a lost
@@ -132,7 +132,7 @@ func newKernel(l *LB) (*kernel, error) {
 	evs := make(chan conntrack.Event, 4096)
 	errs, err := k.ct.Listen(evs, 1, []netfilter.NetlinkGroup{netfilter.GroupCTNew, netfilter.GroupCTUpdate, netfilter.GroupCTDestroy})
 	if err != nil {
-		k.close()
+		k.shut()
 		return nil, fmt.Errorf("kernel load balancer: conntrack events: %w", err)
 	}
 	k.ctStop, k.ctDone = make(chan struct{}), make(chan struct{})
@@ -176,7 +176,23 @@ func (k *kernel) closeHold() {
 
 func (k *kernel) addr() string { return k.vip.String() }
 
-func (k *kernel) close() {
+func (k *kernel) kind() string { return KindKernel }
+
+// close waits for the health checks (already cancelled) and then removes
+// the rules, so that no check re-syncs them after.
+func (k *kernel) close() error {
+	k.l.wg.Wait()
+	k.shut()
+	return nil
+}
+
+// healthChangedLocked defers the kernel's part of a transition until l.mu
+// is released: sync and terminate take it themselves.
+func (k *kernel) healthChangedLocked(_ *target, st TargetState, action Action) func() {
+	return func() { k.healthChanged(st, action) }
+}
+
+func (k *kernel) shut() {
 	k.mu.Lock()
 	for _, t := range k.timers {
 		t.Stop()
@@ -656,12 +672,7 @@ func (k *kernel) event(ev conntrack.Event) {
 }
 
 // kindOf names the LB kind for the record.
-func (l *LB) kindOf() string {
-	if l.kern != nil {
-		return KindKernel
-	}
-	return KindProxy
-}
+func (l *LB) kindOf() string { return l.path.kind() }
 
 // Kind is KindKernel for the kernel LB, KindProxy for the Go proxy.
 func (l *LB) Kind() string { return l.kindOf() }

@@ -174,8 +174,7 @@ type ConnEvent struct {
 type LB struct {
 	opts   Options
 	policy Policy
-	ln     net.Listener
-	kern   *kernel
+	path   dataPath
 	log    *zap.Logger
 
 	mu          sync.Mutex
@@ -193,6 +192,24 @@ type LB struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	closed    atomic.Bool
+}
+
+// dataPath is how a client's connection reaches a target: the Go proxy
+// (proxy, below) or the kernel's rules (kernel.go). Health checks,
+// registration and records are the LB's; the path only carries them out.
+type dataPath interface {
+	kind() string
+	addr() string
+	// close stops the path once the LB's context is cancelled and waits
+	// for its goroutines and the health checks.
+	close() error
+	// sync follows a registration change.
+	sync()
+	// routes reports whether new connections can reach the target.
+	routes(name string) bool
+	// healthChangedLocked is called with l.mu held on a health transition
+	// and returns the part to run once l.mu is released.
+	healthChangedLocked(t *target, st TargetState, action Action) func()
 }
 
 type target struct {
@@ -258,16 +275,17 @@ func New(opts Options) (*LB, error) {
 		if err != nil {
 			return nil, err
 		}
-		l.kern = k
+		l.path = k
 		k.sync()
 	} else {
 		ln, err := net.Listen("tcp", opts.Listen)
 		if err != nil {
 			return nil, fmt.Errorf("load balancer cannot listen on %s: %w", opts.Listen, err)
 		}
-		l.ln = ln
+		p := &proxy{l: l, ln: ln}
+		l.path = p
 		l.wg.Add(1)
-		go l.acceptLoop()
+		go p.acceptLoop()
 	}
 	for _, name := range l.order {
 		l.wg.Add(1)
@@ -278,12 +296,7 @@ func New(opts Options) (*LB, error) {
 
 // Addr is the load balancer's address: the proxy's listener, or the kernel
 // LB's VIP.
-func (l *LB) Addr() string {
-	if l.kern != nil {
-		return l.kern.addr()
-	}
-	return l.ln.Addr().String()
-}
+func (l *LB) Addr() string { return l.path.addr() }
 
 // Close stops accepting, stops health checks and closes every connection.
 func (l *LB) Close() error {
@@ -291,30 +304,7 @@ func (l *LB) Close() error {
 		return nil
 	}
 	l.cancel()
-	if l.kern != nil {
-		l.wg.Wait()
-		l.kern.close()
-		return nil
-	}
-	err := l.ln.Close()
-	l.mu.Lock()
-	var open []*conn
-	for _, t := range l.targets {
-		for c := range t.active {
-			open = append(open, c)
-		}
-	}
-	for _, c := range l.conns {
-		if c.snapshot().Action == ActionBlackhole {
-			open = append(open, c)
-		}
-	}
-	l.mu.Unlock()
-	for _, c := range open {
-		l.finish(c, "lb", nil, false)
-	}
-	l.wg.Wait()
-	return err
+	return l.path.close()
 }
 
 // SetRegistered puts a target in (true) or out of (false) service regardless
@@ -335,8 +325,8 @@ func (l *LB) SetRegistered(name string, registered bool) {
 	if changed {
 		l.health.write(name, healthy, registered, check, time.Now())
 	}
-	if changed && l.kern != nil {
-		l.kern.sync()
+	if changed {
+		l.path.sync()
 	}
 }
 
@@ -407,10 +397,10 @@ func (l *LB) WaitInService(ctx context.Context, names ...string) error {
 			}
 		}
 		l.mu.Unlock()
-		if ok && l.kern != nil {
-			// In service is only true once the kernel's rules say so.
+		if ok {
+			// In service is only true once the data path routes to it.
 			for _, n := range l.order {
-				if (len(names) == 0 || contains(names, n)) && !l.kern.routes(n) {
+				if (len(names) == 0 || contains(names, n)) && !l.path.routes(n) {
 					ok = false
 				}
 			}
@@ -454,10 +444,69 @@ func (l *LB) emit(ev string, rec ConnRecord) {
 	l.recMu.Unlock()
 }
 
-func (l *LB) acceptLoop() {
+// proxy is the Go data path: it accepts each client connection and
+// dials the target the policy picks.
+type proxy struct {
+	l  *LB
+	ln net.Listener
+}
+
+func (p *proxy) kind() string { return KindProxy }
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+// sync does nothing: the proxy reads registration at each accept.
+func (p *proxy) sync() {}
+
+// routes is true: the proxy picks a target per connection from its state.
+func (p *proxy) routes(string) bool { return true }
+
+// close stops accepting and closes every open connection, blackholed ones
+// included.
+func (p *proxy) close() error {
+	l := p.l
+	err := p.ln.Close()
+	l.mu.Lock()
+	var open []*conn
+	for _, t := range l.targets {
+		for c := range t.active {
+			open = append(open, c)
+		}
+	}
+	for _, c := range l.conns {
+		if c.snapshot().Action == ActionBlackhole {
+			open = append(open, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range open {
+		l.finish(c, "lb", nil, false)
+	}
+	l.wg.Wait()
+	return err
+}
+
+// healthChangedLocked takes the target's connections to reset while l.mu
+// is held, so that none is missed, and resets them after.
+func (p *proxy) healthChangedLocked(t *target, _ TargetState, action Action) func() {
+	var reset []*conn
+	if action == ActionReset {
+		for c := range t.active {
+			reset = append(reset, c)
+		}
+	}
+	return func() {
+		for _, c := range reset {
+			p.l.finish(c, "reset", errors.New("target turned unhealthy"), true)
+		}
+	}
+}
+
+func (p *proxy) acceptLoop() {
+	l := p.l
 	defer l.wg.Done()
 	for {
-		c, err := l.ln.Accept()
+		c, err := p.ln.Accept()
 		if err != nil {
 			if l.closed.Load() {
 				return
@@ -768,22 +817,11 @@ func (l *LB) record(name string, ok bool, res string) {
 	l.transitions = append(l.transitions, tr)
 	st := l.stateLocked(t)
 	registered := t.registered
-	var reset []*conn
-	action := l.policy.HealthChanged(st)
-	if action == ActionReset && l.kern == nil {
-		for c := range t.active {
-			reset = append(reset, c)
-		}
-	}
+	after := l.path.healthChangedLocked(t, st, l.policy.HealthChanged(st))
 	l.mu.Unlock()
 	l.log.Info("load balancer health transition", zap.String("target", name), zap.Bool("healthy", verdict), zap.String("check", res))
 	l.health.write(name, verdict, registered, res, tr.At)
-	if l.kern != nil {
-		l.kern.healthChanged(st, action)
-	}
-	for _, c := range reset {
-		l.finish(c, "reset", errors.New("target turned unhealthy"), true)
-	}
+	after()
 	if l.opts.OnHealthChange != nil {
 		l.opts.OnHealthChange(tr)
 	}
