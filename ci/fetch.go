@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/storage"
+	"github.com/repro-tools/repro/results"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
@@ -157,8 +158,8 @@ func (c *Client) Fetch(ctx context.Context, ref Ref, w Want) (*Run, error) {
 		return nil, err
 	}
 	if r == nil {
-		r = &Run{Bucket: ref.Bucket, NamedBucket: ref.Named, Prefix: ref.Prefix, Job: ref.Job, Build: ref.Build,
-			Repo: ref.Repo, PR: ref.PR, ProwURL: ref.ProwURL(), Dir: dir}
+		r = &Run{CIRunManifest: results.CIRunManifest{Bucket: ref.Bucket, NamedBucket: ref.Named, Prefix: ref.Prefix, Job: ref.Job, Build: ref.Build,
+			Repo: ref.Repo, PR: ref.PR, ProwURL: ref.ProwURL()}, Dir: dir}
 	}
 	if r.NamedBucket == "" || r.NamedBucket == r.Bucket {
 		r.NamedBucket = ref.Named

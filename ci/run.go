@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
+
+	"github.com/repro-tools/repro/results"
 )
 
 // RunFile is the record of what was fetched of a run, in the run's folder.
-const RunFile = "repro-ci-run.json"
+const RunFile = results.CIRunManifestFile
 
 // Stages of a fetch: what a run folder may hold.
 const (
@@ -24,39 +25,10 @@ const (
 	StageAudit = "audit"
 )
 
-// Run is what repro-ci-run.json holds: one CI run's folder.
+// Run is one CI run's folder: what results.CIRunManifestFile holds, and
+// where the folder is.
 type Run struct {
-	Bucket  string `json:"bucket"`
-	Job     string `json:"job"`
-	Build   string `json:"build"`
-	Target  string `json:"target"`
-	ProwURL string `json:"prowURL"`
-	// FetchedAt is when the folder was last written; the cache evicts the
-	// oldest first.
-	FetchedAt time.Time `json:"fetchedAt"`
-	// Complete says every stage asked for was fetched whole and the run
-	// had finished: a later fetch reads the cache only.
-	Complete bool `json:"complete"`
-	// Missing holds one line per file or stage that could not be fetched.
-	Missing []string `json:"missing"`
-
-	// Prefix is the run's object prefix; NamedBucket the bucket the input
-	// named (origin-ci-test for older URLs).
-	Prefix      string `json:"prefix"`
-	NamedBucket string `json:"namedBucket,omitempty"`
-	Repo        string `json:"repo,omitempty"`
-	PR          string `json:"pr,omitempty"`
-	// Stages fetched (StageMeta...), and the files, relative to the folder.
-	Stages []string `json:"stages"`
-	Files  []string `json:"files"`
-	// Bytes is the size of the files fetched.
-	Bytes int64 `json:"bytes"`
-	// Started and Finished are started.json's and finished.json's
-	// timestamps; Result finished.json's result (SUCCESS, FAILURE, ...).
-	Started  time.Time `json:"started,omitzero"`
-	Finished time.Time `json:"finished,omitzero"`
-	Result   string    `json:"result,omitempty"`
-
+	results.CIRunManifest
 	// Dir is the run's folder (not stored).
 	Dir string `json:"-"`
 }

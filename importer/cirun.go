@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/repro-tools/repro/origin"
+	"github.com/repro-tools/repro/results"
 )
 
 // CI run folders.
@@ -25,22 +26,7 @@ import (
 // finished.json and artifacts/<target>/openshift-e2e-test/artifacts/junit/
 // with origin's e2e-timelines_spyglass_*.json and backend-disruption_*.json
 // (an upgrade job writes two of each: the upgrade, then the conformance
-// tests). The fetcher (package ci) may add CIRunManifest.
-
-// CIRunManifestFile is the fetcher's note about a run folder.
-const CIRunManifestFile = "repro-ci-run.json"
-
-// CIRunManifest is what the fetcher knows of a run it downloaded.
-type CIRunManifest struct {
-	Bucket    string    `json:"bucket"`
-	Job       string    `json:"job"`
-	Build     string    `json:"build"`
-	Target    string    `json:"target"`
-	ProwURL   string    `json:"prowURL"`
-	FetchedAt time.Time `json:"fetchedAt"`
-	Complete  bool      `json:"complete"`
-	Missing   []string  `json:"missing"`
-}
+// tests). The fetcher (package ci) may add results.CIRunManifestFile.
 
 // CIRun is one CI job run on disk, labelled.
 type CIRun struct {
@@ -184,8 +170,8 @@ func OpenCIRun(dir string) (*CIRun, error) {
 		return nil, fmt.Errorf("%s: not a CI run folder (give the folder holding prowjob.json and artifacts/)", dir)
 	}
 	r := &CIRun{Dir: dir, Labels: map[string]string{}, BackendDisruption: map[string]float64{}}
-	var m CIRunManifest
-	if err := readSmallJSON(filepath.Join(dir, CIRunManifestFile), &m); err == nil {
+	var m results.CIRunManifest
+	if err := readSmallJSON(filepath.Join(dir, results.CIRunManifestFile), &m); err == nil {
 		r.Bucket, r.Job, r.Build, r.Target, r.ProwURL = m.Bucket, m.Job, m.Build, m.Target, m.ProwURL
 		for _, x := range m.Missing {
 			r.Missing = append(r.Missing, x)

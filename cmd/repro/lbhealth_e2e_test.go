@@ -10,35 +10,6 @@ import (
 	"github.com/repro-tools/repro/scenarios"
 )
 
-// TestProfilePinnedConnections holds the pinned-connections profile to the
-// prediction written in its doc (lab/profiles.go) before it ran: header
-// timeouts only, all on reused connections, at most one per reused poller
-// per rolled node, none on new connections; the LB's health records show
-// every rolled node judged unhealthy; diagnose ranks pinned-connections
-// first, not healthy.
-func TestProfilePinnedConnections(t *testing.T) {
-	pr := runProfile(t, "pinned-connections")
-	checkDiagnosis(t, pr.dir, "pinned-connections")
-	checkLBHealthRecords(t, pr.dir)
-	checkControlSamples(t, pr.dir)
-	onlyClasses(t, pr, results.ClassHeaderTimeout)
-	var reused int64
-	for _, p := range pr.a.Pollers {
-		if p.Connection == results.NewConnections && p.Failures > 0 {
-			t.Errorf("%s: %d failures on new connections; the LB routes new connections to healthy targets only here", p.Name, p.Failures)
-		}
-		if p.Connection == results.ReusedConnections {
-			reused += p.Failures
-			if p.Failures > 3 {
-				t.Errorf("%s: %d failures, more than one per rolled node", p.Name, p.Failures)
-			}
-		}
-	}
-	if reused == 0 {
-		t.Error("no header timeout on a reused connection: no connection was pinned to a stopped target")
-	}
-}
-
 // checkLBHealthRecords: the run copied the lab LB's health records into
 // its signals, and every node turned unhealthy and healthy again.
 func checkLBHealthRecords(t *testing.T, dir string) {
