@@ -317,6 +317,7 @@ func TestProfileLateDeregistration(t *testing.T) {
 	pr := runProfile(t, "late-deregistration")
 	checkDiagnosis(t, pr.dir, "late-deregistration")
 	checkLBHealthRecords(t, pr.dir)
+	checkControlSamples(t, pr.dir)
 	// Routed to the rolled node between its listener closing (the 12.9 s
 	// shutdown delay after SIGTERM) and 14 s after the LB marked it
 	// unhealthy (1-3 s after SIGTERM: two failed checks 1 s apart): at
