@@ -2,8 +2,10 @@ package lab
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -278,11 +280,24 @@ func (r *Replica) start(ctx context.Context, kubeconfig string) error {
 	r.log.Info("aggregated apiserver started", zap.Int("pid", rec.PID), zap.String("log", logPath))
 
 	hc := l.httpClient(false, time.Second)
+	pc, err := l.aggr.frontProxyClient(l)
+	if err != nil {
+		return err
+	}
 	deadline := time.NewTimer(l.opts.StartTimeout)
 	defer deadline.Stop()
 	last := ""
 	for {
 		code, err := get(ctx, hc, "https://"+r.Addr()+"/readyz")
+		if err == nil && code == http.StatusOK {
+			// /readyz can pass before the replica trusts the aggregator's
+			// front-proxy certificate: a request proxied in that window was
+			// answered as system:anonymous (403 Forbidden). Ready, here, is
+			// when the aggregator's identity is recognised.
+			if code, err = proxiedGet(ctx, pc, "https://"+r.Addr()+r.group.Path); err == nil && code != http.StatusOK {
+				err = fmt.Errorf("%s as the aggregator: %d", r.group.Path, code)
+			}
+		}
 		if err == nil && code == http.StatusOK {
 			r.mu.Lock()
 			rec.Ready = time.Now()
@@ -811,4 +826,35 @@ func (a *aggregation) stopReplicas() []error {
 		}
 	}
 	return errs
+}
+
+// frontProxyClient is a client that speaks to a replica as kube-apiserver's
+// aggregator does: with the front-proxy client certificate, the user in
+// the request-header identity headers (--requestheader-* flags).
+func (a *aggregation) frontProxyClient(l *Lab) (*http.Client, error) {
+	cert, err := tls.LoadX509KeyPair(a.certs.ProxyClientCert, a.certs.ProxyClientKey)
+	if err != nil {
+		return nil, fmt.Errorf("front-proxy client certificate: %w", err)
+	}
+	c := l.tlsConfig(false)
+	c.Certificates = []tls.Certificate{cert}
+	return &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: c, DisableKeepAlives: true}}, nil
+}
+
+// proxiedGet GETs url as the aggregator proxies a system:admin request and
+// returns the status.
+func proxiedGet(ctx context.Context, c *http.Client, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("X-Remote-User", "system:admin")
+	req.Header.Set("X-Remote-Group", "system:masters")
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
