@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/repro-tools/repro/origin"
+	"github.com/repro-tools/repro/results"
 )
 
 // CI run folders.
@@ -120,7 +121,10 @@ const (
 )
 
 func readSmallJSON(path string, v any) error {
-	f, err := os.Open(path)
+	if _, err := os.Stat(path); err != nil {
+		return err // the caller tells a missing file from a bad one
+	}
+	f, err := results.OpenRegular(path)
 	if err != nil {
 		return err
 	}

@@ -4,10 +4,33 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"os"
+	"errors"
+	"io"
 
 	"github.com/repro-tools/repro/origin"
+	"github.com/repro-tools/repro/results"
 )
+
+// budget lets the JSON decoder read at most left bytes until it is
+// renewed for the next item.
+type budget struct {
+	r    io.Reader
+	left int64
+}
+
+var errItemTooLarge = errors.New("item too large")
+
+func (b *budget) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errItemTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
 
 // readNeeded reads an interval file a item at a time and decodes only the
 // items the analysis reads (see needed), so that a CI run's file of a few
@@ -18,12 +41,15 @@ import (
 // kept. Any fault falls back to origin.ReadFile, whose error names the
 // file, line and column.
 func readNeeded(path string) ([]origin.Interval, error) {
-	f, err := os.Open(path)
+	f, err := results.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<20))
+	// one item's bytes at most (origin.MaxItemBytes), renewed per item, as
+	// origin's own decoder bounds them
+	br := &budget{r: bufio.NewReaderSize(f, 1<<20), left: origin.MaxItemBytes}
+	dec := json.NewDecoder(br)
 	fallback := func() ([]origin.Interval, error) {
 		ivs, err := origin.ReadFile(path)
 		if err != nil {
@@ -54,6 +80,7 @@ func readNeeded(path string) ([]origin.Interval, error) {
 			return fallback()
 		}
 		for dec.More() {
+			br.left = origin.MaxItemBytes
 			var raw json.RawMessage
 			if err := dec.Decode(&raw); err != nil {
 				return fallback()
