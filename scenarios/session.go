@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/http/httpproxy"
 	"k8s.io/client-go/rest"
 
+	"github.com/repro-tools/repro/awslb"
 	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/results"
 	"github.com/repro-tools/repro/trigger"
@@ -43,6 +44,11 @@ type Polling struct {
 	Interval     time.Duration
 	ProbeTimeout time.Duration
 	HTTP2        bool
+	// AWSLB polls the AWS API load balancers' target health (--aws-lb).
+	AWSLB bool
+	// Control is a URL outside the cluster polled beside the local control
+	// target (--control), "" for none.
+	Control string
 }
 
 // Session is one measured run: the checks that keep a live run safe and its
@@ -106,6 +112,7 @@ type prepared struct {
 	status  trigger.Status
 	info    trigger.ClusterInfo
 	clock   *results.Clock
+	awslb   *awslb.Poller
 }
 
 // prepare runs every check before a session changes anything: the cluster
@@ -212,6 +219,10 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 		run.SetExtra("lab", s.Target.Lab)
 	}
 	p.run = run
+	if err := s.prepareAWSLB(ctx, p); err != nil {
+		p.prober.Close()
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -394,7 +405,9 @@ func (s *Session) Run(ctx context.Context, folder *results.Folder) (*results.Run
 	if p.clock != nil && p.clock.CorrectedEvents {
 		cfg.ClockOffset = p.clock.Offset
 	}
+	finishEvidence := s.startEvidence(ctx, p, folder)
 	runErr := Execute(ctx, cfg)
+	finishEvidence(run)
 	stop()
 	if s.BeforeFinish != nil {
 		s.BeforeFinish(run)

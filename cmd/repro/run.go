@@ -54,6 +54,8 @@ type pollingFlags struct {
 	probeTimeout time.Duration
 	backends     []string
 	http2        bool
+	awsLB        bool
+	control      string
 }
 
 func (p *pollingFlags) bind(f *pflag.FlagSet) {
@@ -61,6 +63,8 @@ func (p *pollingFlags) bind(f *pflag.FlagSet) {
 	f.DurationVar(&p.probeTimeout, "probe-timeout", defaultProbeTimeout, "bound on each request; dial, TLS and response headers get 4/5 of it (default origin's 34s; on the lab divided by --lab-timing: 3.4s fast)")
 	f.StringSliceVar(&p.backends, "backends", prober.DefaultBackendNames, "backends to poll: "+strings.Join(prober.BackendNames(), ", "))
 	f.BoolVar(&p.http2, "http2", false, "negotiate HTTP/2 (default HTTP/1.1, like origin's sampler)")
+	f.BoolVar(&p.awsLB, "aws-lb", false, "on AWS, poll the API load balancers' target health every second (AWS default credential chain, read-only describe calls; see README)")
+	f.StringVar(&p.control, "control", "", "also poll this URL outside the cluster, on the same network path, to tell this side's network from the cluster's")
 }
 
 // minProbeTimeout is the smallest --probe-timeout taken: a TCP and TLS
@@ -78,11 +82,16 @@ func (p *pollingFlags) settings() (scenarios.Polling, error) {
 	if p.probeTimeout < minProbeTimeout {
 		return scenarios.Polling{}, fmt.Errorf("--probe-timeout %v is below the minimum of %v (dial, TLS and response headers share 4/5 of it)", p.probeTimeout, minProbeTimeout)
 	}
+	if p.control != "" {
+		if _, _, err := scenarios.ParseControlURL(p.control); err != nil {
+			return scenarios.Polling{}, err
+		}
+	}
 	backends, err := prober.LookupBackends(p.backends)
 	if err != nil {
 		return scenarios.Polling{}, fmt.Errorf("--backends: %w", err)
 	}
-	return scenarios.Polling{Backends: backends, Interval: p.interval, ProbeTimeout: p.probeTimeout, HTTP2: p.http2}, nil
+	return scenarios.Polling{Backends: backends, Interval: p.interval, ProbeTimeout: p.probeTimeout, HTTP2: p.http2, AWSLB: p.awsLB, Control: p.control}, nil
 }
 
 func newScenariosCmd(o *rootOptions) *cobra.Command {
@@ -341,6 +350,9 @@ func runScenario(cmd *cobra.Command, o *rootOptions, ro *runOptions) error {
 			run.SetExtra("labFaults", theLab.FaultEvents())
 			if err := keepLabLogs(theLab, folder); err != nil {
 				log.Warn("could not copy the apiserver logs into the results", zap.Error(err))
+			}
+			if _, err := scenarios.CopySignals(theLab.LBHealthPath(), folder.Path(results.SignalsFile)); err != nil {
+				log.Warn("could not copy the load balancer's health records into the results", zap.Error(err))
 			}
 		}
 	} else {

@@ -95,6 +95,10 @@ type Options struct {
 	// Records, if set, receives one JSON line per connection opened and
 	// closed (a ConnEvent), for attribution after the run.
 	Records io.Writer
+	// HealthRecords, if set, receives one results.Signal line (kind
+	// lb-target-health, source "lab-lb") per change of a target's health
+	// verdict or registration.
+	HealthRecords io.Writer
 	// OnHealthChange, if set, is called on every health transition.
 	OnHealthChange func(HealthTransition)
 	// Logger logs transitions; nil is silent.
@@ -181,6 +185,7 @@ type LB struct {
 	byClient    map[string][]*conn
 	transitions []HealthTransition
 	recMu       sync.Mutex
+	health      *healthLog
 
 	startedAt time.Time
 	nextID    atomic.Uint64
@@ -239,6 +244,9 @@ func New(opts Options) (*LB, error) {
 	}
 	if l.log == nil {
 		l.log = zap.NewNop()
+	}
+	if opts.HealthRecords != nil {
+		l.health = &healthLog{enc: json.NewEncoder(opts.HealthRecords)}
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	for _, t := range opts.Targets {
@@ -315,12 +323,18 @@ func (l *LB) Close() error {
 func (l *LB) SetRegistered(name string, registered bool) {
 	l.mu.Lock()
 	changed := false
+	var healthy bool
+	var check string
 	if t := l.targets[name]; t != nil && t.registered != registered {
 		t.registered = registered
 		changed = true
+		healthy, check = t.healthy, t.lastCheck
 		l.log.Info("load balancer target registration", zap.String("target", name), zap.Bool("registered", registered))
 	}
 	l.mu.Unlock()
+	if changed {
+		l.health.write(name, healthy, registered, check, time.Now())
+	}
 	if changed && l.kern != nil {
 		l.kern.sync()
 	}
@@ -753,6 +767,7 @@ func (l *LB) record(name string, ok bool, res string) {
 	tr := HealthTransition{Target: name, Healthy: verdict, At: t.since, Check: res}
 	l.transitions = append(l.transitions, tr)
 	st := l.stateLocked(t)
+	registered := t.registered
 	var reset []*conn
 	action := l.policy.HealthChanged(st)
 	if action == ActionReset && l.kern == nil {
@@ -762,6 +777,7 @@ func (l *LB) record(name string, ok bool, res string) {
 	}
 	l.mu.Unlock()
 	l.log.Info("load balancer health transition", zap.String("target", name), zap.Bool("healthy", verdict), zap.String("check", res))
+	l.health.write(name, verdict, registered, res, tr.At)
 	if l.kern != nil {
 		l.kern.healthChanged(st, action)
 	}

@@ -1,0 +1,70 @@
+package lb
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/repro-tools/repro/results"
+)
+
+// healthBuf is a bytes.Buffer safe for the LB's goroutines and the test.
+type healthBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *healthBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *healthBuf) signals(t *testing.T) []results.Signal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []results.Signal
+	for _, line := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var sig results.Signal
+		if err := json.Unmarshal([]byte(line), &sig); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		out = append(out, sig)
+	}
+	return out
+}
+
+func TestHealthRecordsAreSignals(t *testing.T) {
+	a, b := newTCPBackend(t, "a"), newTCPBackend(t, "b")
+	var buf healthBuf
+	l, err := New(Options{Listen: "127.0.0.1:0", HealthRecords: &buf,
+		Health:  HealthCheck{Protocol: HealthTCP, Interval: 40 * time.Millisecond, Timeout: 200 * time.Millisecond, HealthyThreshold: 2, UnhealthyThreshold: 2},
+		Targets: []Target{{Name: "a", Addr: a.ln.Addr().String()}, {Name: "b", Addr: b.ln.Addr().String()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	waitFor(t, "both healthy", func() bool { return len(buf.signals(t)) == 2 })
+	l.SetRegistered("b", false)
+	a.stop()
+	waitFor(t, "a unhealthy", func() bool { return unhealthy(l, "a") })
+	got := map[string][]string{}
+	for _, s := range buf.signals(t) {
+		if s.Kind != results.SignalLBTargetHealth || s.Source != HealthSource || s.At.IsZero() {
+			t.Fatalf("record %+v", s)
+		}
+		got[s.Instance] = append(got[s.Instance], s.Labels["state"]+" "+s.Labels["reason"])
+	}
+	if g := strings.Join(got["a"], ","); !strings.HasPrefix(g, "healthy ,unhealthy check:") {
+		t.Errorf("a: %s", g)
+	}
+	if g := strings.Join(got["b"], ","); g != "healthy ,unused Target.NotRegistered" {
+		t.Errorf("b: %s", g)
+	}
+}
