@@ -416,6 +416,9 @@ func signalEvidence(sf *SignalFigures) (n int, text string) {
 	if len(absent) > 0 {
 		text += "; not measured: " + strings.Join(absent, ", ")
 	}
+	if sf.Unreliable > 0 {
+		text += fmt.Sprintf("; the measuring side itself failed %d time(s) near them (network-liveness): discount these failures", sf.Unreliable)
+	}
 	return n, text
 }
 

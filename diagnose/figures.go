@@ -145,6 +145,9 @@ type SignalFigures struct {
 	// Kinds lists every kind the file holds at all, so a check can say
 	// which it lacked rather than that they were quiet.
 	Kinds []results.SignalKind `json:"kinds"`
+	// Unreliable counts measuring-side failures near the failures (CI's
+	// network-liveness canaries): failures beside them are discounted.
+	Unreliable int `json:"unreliable"`
 }
 
 // SignalWindow is how far from a failure a signal counts as beside it:
@@ -200,6 +203,9 @@ func (f *Figures) readSignals(path string, ivs []report.Interval) error {
 			return nil
 		}
 		sf.Near++
+		if s.Kind == results.SignalMeasuringUnreliable {
+			sf.Unreliable++
+		}
 		th, ok := pressureThresholds[s.Kind]
 		if ok && (strings.HasPrefix(s.Source, "ci:") || s.Value >= th) {
 			sf.Pressure[s.Kind]++

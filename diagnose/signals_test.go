@@ -59,6 +59,7 @@ func TestSignalsAreCitedByTheStallChecks(t *testing.T) {
 	writeSignals(t, dir,
 		results.Signal{Kind: results.SignalEtcdSlowApply, Source: "ci:EtcdLog", Instance: "master-1", At: base.Add(9 * time.Second), Value: 1.8, Message: "apply request took too long"},
 		results.Signal{Kind: results.SignalE2ETest, Source: "ci:E2ETest", Instance: "[sig-x] y", At: base, To: base.Add(time.Minute), Labels: map[string]string{"result": "failed"}},
+		results.Signal{Kind: results.SignalMeasuringUnreliable, Source: "ci:Disruption", Instance: "ci-cluster-network-liveness-new-connections", At: base.Add(10 * time.Second), To: base.Add(12 * time.Second), Value: 1},
 		// long before the failures: not beside them
 		results.Signal{Kind: results.SignalNodeCPU, Source: "ci:CPUMonitor", Instance: "master-0", At: base.Add(-time.Hour), Value: 0.97},
 	)
@@ -70,6 +71,9 @@ func TestSignalsAreCitedByTheStallChecks(t *testing.T) {
 	l := anyLine(shared.For, "etcd/CPU signals")
 	if !strings.Contains(l, "etcd-slow-apply 1 (ci:EtcdLog)") || !strings.Contains(l, "not measured: etcd-wal-fsync") || strings.Contains(l, "node-cpu 1") {
 		t.Errorf("shared-stall's signal check: %q (for %v, against %v)", l, shared.For, shared.Against)
+	}
+	if !strings.Contains(l, "measuring side itself failed 1 time") {
+		t.Errorf("the canary's failure is not said: %q", l)
 	}
 	if l := anyLine(shared.For, "blast radius"); !strings.Contains(l, "12 of 12") {
 		t.Errorf("blast radius: %q", l)

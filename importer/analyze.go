@@ -98,7 +98,8 @@ type CIRunReport struct {
 
 // PatternStats are one pattern's figures for one backend over a set of
 // runs. Percentiles are over every run analysed, undisrupted runs counting
-// 0 s, as Sippy's per-job percentiles are.
+// 0 s, as Sippy's per-job percentiles are; so do the runs the fetcher
+// triaged out (CIRun.Triaged), whose own figures were under its threshold.
 type PatternStats struct {
 	Pattern string              `json:"pattern"`
 	Backend string              `json:"backend"`
@@ -208,7 +209,7 @@ feed:
 	}
 	rep.Runs = kept
 	for _, rr := range rep.Runs {
-		if len(rr.Run.Run.Files) == 0 {
+		if len(rr.Run.Run.Files) == 0 && !rr.Run.Triaged {
 			rep.Unreadable++
 		}
 	}
@@ -381,7 +382,7 @@ func statsOf(pattern, backend string, kind results.BackendKind, values []float64
 func perRun(rs []*CIRunReport, pattern, backend string) []float64 {
 	out := make([]float64, 0, len(rs))
 	for _, rr := range rs {
-		if len(rr.Run.Run.Files) == 0 {
+		if len(rr.Run.Run.Files) == 0 && !rr.Run.Triaged {
 			continue // nothing read: not a 0 s run
 		}
 		m := rr.Seconds[pattern]

@@ -322,3 +322,37 @@ func TestWriteCIFolder(t *testing.T) {
 		t.Errorf("window %+v", p)
 	}
 }
+
+// A run the fetcher triaged out (no timelines on purpose) counts 0 s in
+// the table and is not reported as unreadable or missing its timeline.
+func TestTriagedRunCountsZero(t *testing.T) {
+	root := t.TempDir()
+	t0 := time.Date(2024, 7, 1, 0, 0, 0, 0, time.UTC)
+	dir := ciRunFolder(t, root, job417, "1813000000000000001", t0, stallRun(6), nil, true)
+	tri := filepath.Join(root, "test-platform-results", "logs", job417, "1813000000000000002")
+	os.MkdirAll(tri, 0o755)
+	os.WriteFile(filepath.Join(tri, results.CIRunManifestFile), []byte(`{"bucket":"test-platform-results","job":"`+job417+`","build":"1813000000000000002","complete":true,"missing":[],"stages":["meta","disruption"]}`), 0o644)
+	var runs []*CIRun
+	for _, d := range []string{dir, tri} {
+		r, err := OpenCIRun(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	if !runs[1].Triaged || strings.Contains(strings.Join(runs[1].Missing, ","), "e2e-timelines") {
+		t.Errorf("triaged run: %+v", runs[1])
+	}
+	rep, err := AnalyzeCIRuns(context.Background(), runs, CIOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Unreadable != 0 {
+		t.Errorf("unreadable %d", rep.Unreadable)
+	}
+	for _, s := range rep.Patterns {
+		if s.Backend == AnyAPIServer && (s.Runs != 2 || s.Affected != 1 || s.Median != 0 || s.Max != 6) {
+			t.Errorf("%+v", s)
+		}
+	}
+}

@@ -58,6 +58,10 @@ type CIRun struct {
 	// BackendDisruption is origin's own figure per backend, seconds,
 	// summed over the run's backend-disruption_*.json files.
 	BackendDisruption map[string]float64 `json:"backendDisruption,omitempty"`
+	// Triaged says the fetcher left the timelines out on purpose: the
+	// run's own backend-disruption figures were under the triage
+	// threshold. Such a run counts 0 s in every pattern, not as unreadable.
+	Triaged bool `json:"triaged,omitempty"`
 	// Run is the run's interval files (read when analysed).
 	Run Run `json:"-"`
 }
@@ -99,7 +103,10 @@ const (
 )
 
 func readSmallJSON(path string, v any) error {
-	f, err := os.Open(path)
+	if _, err := os.Stat(path); err != nil {
+		return err // the caller tells a missing file from a bad one
+	}
+	f, err := results.OpenRegular(path)
 	if err != nil {
 		return err
 	}
@@ -173,8 +180,12 @@ func OpenCIRun(dir string) (*CIRun, error) {
 	var m results.CIRunManifest
 	if err := readSmallJSON(filepath.Join(dir, results.CIRunManifestFile), &m); err == nil {
 		r.Bucket, r.Job, r.Build, r.Target, r.ProwURL = m.Bucket, m.Job, m.Build, m.Target, m.ProwURL
-		for _, x := range m.Missing {
-			r.Missing = append(r.Missing, x)
+		r.Missing = append(r.Missing, m.Missing...)
+		if len(m.Stages) > 0 {
+			r.Triaged = true
+			for _, st := range m.Stages {
+				r.Triaged = r.Triaged && st != "timelines"
+			}
 		}
 	} else if !os.IsNotExist(err) {
 		r.Missing = append(r.Missing, err.Error())
@@ -311,7 +322,7 @@ func (r *CIRun) findFiles() error {
 			files = append(files, filepath.Join(dir, n))
 		}
 	}
-	if len(files) == 0 {
+	if len(files) == 0 && !r.Triaged {
 		r.Missing = append(r.Missing, "e2e-timelines_spyglass_*.json")
 	}
 	r.Run = newRun(r.Name(), r.Dir, files)
