@@ -128,6 +128,9 @@ type Figures struct {
 	// serverSignals are the signals ServerMetrics is computed from,
 	// between reading them and the timeline.
 	serverSignals []results.Signal
+	// lbSignals are the load balancer's target health records, kept for
+	// lbHealth on the same pass.
+	lbSignals []results.Signal
 }
 
 // SignalFigures are results.SignalsFile's signals within SignalWindow of
@@ -187,6 +190,9 @@ func (f *Figures) readSignals(path string, ivs []report.Interval) error {
 		kinds[s.Kind] = true
 		if serverMetricKinds[s.Kind] {
 			f.serverSignals = append(f.serverSignals, s)
+		}
+		if s.Kind == results.SignalLBTargetHealth {
+			f.lbSignals = append(f.lbSignals, s)
 		}
 		end := s.To
 		if end.IsZero() {
@@ -372,10 +378,8 @@ func Measure(dir string) (*Figures, error) {
 	if err := fig.lbVerdicts(f.Path(results.LBConnectionsFile), tl); err != nil {
 		return nil, err
 	}
-	health, sources, err := readLBHealth(f.Path(results.SignalsFile))
-	if err != nil {
-		return nil, err
-	}
+	health, sources := lbHealthRecords(fig.lbSignals)
+	fig.lbSignals = nil
 	fig.lbHealth(health, sources, tl)
 	fig.outcomes(a)
 	lbServed := fig.HasServedBy

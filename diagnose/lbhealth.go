@@ -38,13 +38,9 @@ type healthRecord struct {
 	state   string
 }
 
-// readLBHealth reads the signals file's target health records, per target
-// (node), sorted by time.
-func readLBHealth(path string) (map[string][]healthRecord, []string, error) {
-	sigs, _, err := results.ReadSignals(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
-	}
+// lbHealthRecords groups the signals file's target health records (kept
+// by readSignals on its one pass) per target (node), sorted by time.
+func lbHealthRecords(sigs []results.Signal) (map[string][]healthRecord, []string) {
 	out := map[string][]healthRecord{}
 	sources := map[string]bool{}
 	for _, s := range sigs {
@@ -63,7 +59,7 @@ func readLBHealth(path string) (map[string][]healthRecord, []string, error) {
 		srcs = append(srcs, s)
 	}
 	sort.Strings(srcs)
-	return out, srcs, nil
+	return out, srcs
 }
 
 // lbHealth places each rolled node's health records against its rollout:

@@ -133,10 +133,11 @@ func TestTargetHealthDecidesWhenTheLBTookANodeBack(t *testing.T) {
 		// ready event lags /readyz.
 		writeHealthSignals(t, dir, rec("master-0", "healthy", 0), rec("master-0", "unhealthy", 30), rec("master-0", "healthy", 140),
 			rec("master-1", "healthy", 0), rec("master-1", "unhealthy", 260), rec("master-1", "healthy", 345))
-		recs, sources, err := readLBHealth(filepath.Join(dir, results.SignalsFile))
+		sigs, _, err := results.ReadSignals(filepath.Join(dir, results.SignalsFile))
 		if err != nil {
 			t.Fatal(err)
 		}
+		recs, sources := lbHealthRecords(sigs)
 		f := &Figures{Detection: 30 * time.Second, Failures: 1}
 		f.lbHealth(recs, sources, tl)
 		if !f.LBHealth || f.HealthyVsReady["before-ready"] != 1 || f.HealthyVsReady["after-ready"] != 1 {
