@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -458,5 +459,30 @@ func TestTargets(t *testing.T) {
 		if s.Vantage != "" || s.Target != "" {
 			t.Errorf("external-lb sample carries vantage %q target %q", s.Vantage, s.Target)
 		}
+	}
+}
+
+// TestBoundDialsKeepTheAddressOfARefusedDial: net/http reports no local
+// address for a refused dial (the kernel picked the port inside connect and
+// Go closed the socket); with WithBoundDials every refused sample names the
+// address its SYN left from, each new connection its own port, which is
+// what the lab's kernel load balancer records the flow under.
+func TestBoundDialsKeepTheAddressOfARefusedDial(t *testing.T) {
+	rc := &rest.Config{Host: closedPortURL(t), TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	for _, s := range runAgainst(t, rc, prober.WithConnectionTypes(results.NewConnections)) {
+		if s.ErrorClass != results.ClassConnectRefused || s.LocalAddr != "" {
+			t.Errorf("unbound seq %d: class %q, local address %q; want connect-refused without an address", s.Seq, s.ErrorClass, s.LocalAddr)
+		}
+	}
+	ports := map[string]bool{}
+	for _, s := range runAgainst(t, rc, prober.WithConnectionTypes(results.NewConnections), prober.WithBoundDials(true)) {
+		ap, err := netip.ParseAddrPort(s.LocalAddr)
+		if s.ErrorClass != results.ClassConnectRefused || err != nil || !ap.Addr().IsLoopback() || ap.Port() == 0 {
+			t.Errorf("bound seq %d: class %q, local address %q; want connect-refused from 127.0.0.1 and a port", s.Seq, s.ErrorClass, s.LocalAddr)
+		}
+		if ports[s.LocalAddr] {
+			t.Errorf("bound seq %d: %s recorded twice", s.Seq, s.LocalAddr)
+		}
+		ports[s.LocalAddr] = true
 	}
 }

@@ -66,6 +66,7 @@ type config struct {
 	log          *zap.Logger
 	userAgent    string
 	bufferSize   int
+	boundDials   bool
 }
 
 // WithInterval sets the time between two scheduled requests of each poller
@@ -336,6 +337,9 @@ func newClient(rc *rest.Config, tlsCfg *tls.Config, ct results.ConnectionType, c
 	dialer := &net.Dialer{Timeout: phase, KeepAlive: 30 * time.Second}
 	if ct == results.NewConnections {
 		dialer.KeepAlive = -1
+	}
+	if c.boundDials {
+		dialer.ControlContext = new(sourceAddrs).bindControl
 	}
 	proxy := http.ProxyFromEnvironment
 	if rc.Proxy != nil {

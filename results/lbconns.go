@@ -65,19 +65,35 @@ func ReadLBConnections(path string) (LBConnections, error) {
 	return m, nil
 }
 
+// RecordLag is how much later than its own packets the lab load
+// balancer may stamp a connection's record: the kernel LB stamps a flow
+// when conntrack's event reaches it, which for a refused SYN is after the
+// client's dial has already returned.
+const RecordLag = time.Second
+
 // Target names the node that the connection from client carrying a request
 // sent at start and finished at end was forwarded to, "" when none is
 // known. A reused connection opened before the request; a new one opens
 // while it runs; either was still open when the request was sent. Of two
 // connections from the same address and port that fit (a port reused
-// within the request), the later one is taken.
+// within the request), the later one is taken. Only when none had opened
+// by end does a record stamped within RecordLag after it count, the
+// earliest such: a refused dial's flow, stamped after the dial returned,
+// rather than a later connection that reused its port.
 func (c LBConnections) Target(client string, start, end time.Time) string {
-	best := ""
+	best, late := "", ""
+	var lateAt time.Time
 	for _, r := range c[client] {
-		if r.Opened.After(end) || (!r.Closed.IsZero() && r.Closed.Before(start)) {
-			continue
+		switch {
+		case !r.Closed.IsZero() && r.Closed.Before(start):
+		case !r.Opened.After(end):
+			best = r.Target
+		case r.Opened.Sub(end) <= RecordLag && (late == "" || r.Opened.Before(lateAt)):
+			late, lateAt = r.Target, r.Opened
 		}
-		best = r.Target
+	}
+	if best == "" {
+		return late
 	}
 	return best
 }

@@ -39,6 +39,27 @@ func TestLBConnectionsMergeOpenAndClose(t *testing.T) {
 	if got := c.Target("127.0.0.1:5000", sent, sent.Add(3*time.Millisecond)); got != "master-2" {
 		t.Errorf("a request whose connection opened while it ran: %q, want master-2", got)
 	}
+	// The kernel LB stamps a refused dial's flow after the dial returned
+	// (conntrack's event comes later); the earliest flow stamped within
+	// RecordLag is the dial's, not one that reused the port after it.
+	refused := filepath.Join(t.TempDir(), LBConnectionsFile)
+	err = os.WriteFile(refused, []byte(`{"event":"close","id":1,"client":"127.0.0.1:7000","target":"master-1","action":"forward","opened":"2026-12-04T01:00:00.000400Z","closed":"2026-12-04T01:00:00.000450Z","closedBy":"lb"}
+{"event":"close","id":2,"client":"127.0.0.1:7000","target":"master-2","action":"forward","opened":"2026-12-04T01:00:00.600Z","closed":"2026-12-04T01:00:00.700Z"}
+`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := ReadLBConnections(refused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := time.Date(2026, 12, 4, 1, 0, 0, 0, time.UTC)
+	if got := rc.Target("127.0.0.1:7000", dial, dial.Add(300*time.Microsecond)); got != "master-1" {
+		t.Errorf("a refused dial stamped after it returned: %q, want master-1", got)
+	}
+	if got := rc.Target("127.0.0.1:7000", dial.Add(-2*RecordLag), dial.Add(-2*RecordLag+time.Millisecond)); got != "" {
+		t.Errorf("a request long before any flow from its address: %q, want none", got)
+	}
 	s, e := at(1)
 	if got := c.Target("127.0.0.1:6000", s, e); got != "" {
 		t.Errorf("a connection the LB refused: %q, want none", got)

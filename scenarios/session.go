@@ -240,6 +240,9 @@ func (s *Session) checkedProber(ctx context.Context) (*prober.Prober, error) {
 			prober.WithProbeTimeout(s.Polling.ProbeTimeout),
 			prober.WithHTTP2(s.Polling.HTTP2),
 			prober.WithTargets(s.Polling.Targets...),
+			// On the lab a refused dial keeps its address, which the lab
+			// load balancer's flow records are keyed by.
+			prober.WithBoundDials(!s.Target.Live),
 			prober.WithLogger(s.Log))
 	}
 	pr, err := build(s.Polling.Backends)
