@@ -35,106 +35,7 @@ func decodeSampleFast(data []byte, s *Sample) bool {
 			return false
 		}
 		i = skipWS(data, i+1)
-		switch string(key) {
-		case "backend", "connection", "start", "local_addr", "remote_addr", "protocol", "error_class", "error", "audit_id", "retry_after",
-			"vantage", "target", "disruption_header", "served_by":
-			v, j, ok := readRawString(data, i)
-			if !ok {
-				return false
-			}
-			i = j
-			switch string(key) {
-			case "backend":
-				s.Backend = internBackend(v)
-			case "connection":
-				s.Connection = ConnectionType(internConn(v))
-			case "start":
-				t, err := time.Parse(time.RFC3339Nano, string(v))
-				if err != nil {
-					return false
-				}
-				s.Start = t
-			case "local_addr":
-				s.LocalAddr = string(v)
-			case "remote_addr":
-				s.RemoteAddr = string(v)
-			case "protocol":
-				s.Protocol = internProto(v)
-			case "error_class":
-				s.ErrorClass = internClass(v)
-			case "error":
-				s.Error = string(v)
-			case "audit_id":
-				s.AuditID = string(v)
-			case "retry_after":
-				s.RetryAfter = string(v)
-			case "vantage":
-				s.Vantage = string(v)
-			case "target":
-				s.Target = string(v)
-			case "disruption_header":
-				s.DisruptionHeader = string(v)
-			case "served_by":
-				s.ServedBy = string(v)
-			}
-		case "seq", "status":
-			j := i
-			for j < len(data) && data[j] >= '0' && data[j] <= '9' {
-				j++
-			}
-			n, err := strconv.ParseUint(string(data[i:j]), 10, 64)
-			if err != nil {
-				return false
-			}
-			if string(key) == "seq" {
-				s.Seq = n
-			} else {
-				s.StatusCode = int(n)
-			}
-			i = j
-		case "duration_ms", "dns_start_ms", "dns_done_ms", "connect_done_ms", "tls_done_ms", "wrote_request_ms", "first_byte_ms", "shutdown_elapsed_ms":
-			d, j, ok := readMillis(data, i)
-			if !ok {
-				return false
-			}
-			i = j
-			switch string(key) {
-			case "duration_ms":
-				s.Duration = d
-			case "dns_start_ms":
-				s.Phases.DNSStart = d
-			case "dns_done_ms":
-				s.Phases.DNSDone = d
-			case "connect_done_ms":
-				s.Phases.ConnectDone = d
-			case "tls_done_ms":
-				s.Phases.TLSDone = d
-			case "wrote_request_ms":
-				s.Phases.WroteRequest = d
-			case "first_byte_ms":
-				s.Phases.FirstByte = d
-			case "shutdown_elapsed_ms":
-				s.ShutdownElapsed = d
-			}
-		case "reused", "server_shutdown", "http2":
-			var b bool
-			switch {
-			case len(data) >= i+4 && string(data[i:i+4]) == "true":
-				b, i = true, i+4
-			case len(data) >= i+5 && string(data[i:i+5]) == "false":
-				b, i = false, i+5
-			default:
-				return false
-			}
-			switch string(key) {
-			case "reused":
-				s.Reused = b
-			case "http2":
-				s.HTTP2 = b
-			default:
-				s.ServerShutdown = b
-			}
-		default:
+		if i, ok = decodeSampleField(data, i, string(key), s); !ok {
 			return false
 		}
 		i = skipWS(data, i)
@@ -142,6 +43,130 @@ func decodeSampleFast(data []byte, s *Sample) bool {
 			i++
 		}
 	}
+}
+
+// decodeSampleField reads the value of one key at data[i] into its field of
+// s and returns the index after it. Each key is named once, beside the
+// reader of its JSON type.
+func decodeSampleField(data []byte, i int, key string, s *Sample) (int, bool) {
+	switch key {
+	case "backend":
+		return readText(data, i, &s.Backend, internBackend)
+	case "connection":
+		v, j, ok := readRawString(data, i)
+		s.Connection = ConnectionType(internConn(v))
+		return j, ok
+	case "start":
+		v, j, ok := readRawString(data, i)
+		if !ok {
+			return i, false
+		}
+		t, err := time.Parse(time.RFC3339Nano, string(v))
+		s.Start = t
+		return j, err == nil
+	case "protocol":
+		return readText(data, i, &s.Protocol, internProto)
+	case "error_class":
+		v, j, ok := readRawString(data, i)
+		s.ErrorClass = internClass(v)
+		return j, ok
+	case "local_addr":
+		return readText(data, i, &s.LocalAddr, nil)
+	case "remote_addr":
+		return readText(data, i, &s.RemoteAddr, nil)
+	case "error":
+		return readText(data, i, &s.Error, nil)
+	case "audit_id":
+		return readText(data, i, &s.AuditID, nil)
+	case "retry_after":
+		return readText(data, i, &s.RetryAfter, nil)
+	case "vantage":
+		return readText(data, i, &s.Vantage, nil)
+	case "target":
+		return readText(data, i, &s.Target, nil)
+	case "disruption_header":
+		return readText(data, i, &s.DisruptionHeader, nil)
+	case "served_by":
+		return readText(data, i, &s.ServedBy, nil)
+	case "seq":
+		n, j, ok := readUint(data, i)
+		s.Seq = n
+		return j, ok
+	case "status":
+		n, j, ok := readUint(data, i)
+		s.StatusCode = int(n)
+		return j, ok
+	case "duration_ms":
+		return readMillisInto(data, i, &s.Duration)
+	case "dns_start_ms":
+		return readMillisInto(data, i, &s.Phases.DNSStart)
+	case "dns_done_ms":
+		return readMillisInto(data, i, &s.Phases.DNSDone)
+	case "connect_done_ms":
+		return readMillisInto(data, i, &s.Phases.ConnectDone)
+	case "tls_done_ms":
+		return readMillisInto(data, i, &s.Phases.TLSDone)
+	case "wrote_request_ms":
+		return readMillisInto(data, i, &s.Phases.WroteRequest)
+	case "first_byte_ms":
+		return readMillisInto(data, i, &s.Phases.FirstByte)
+	case "shutdown_elapsed_ms":
+		return readMillisInto(data, i, &s.ShutdownElapsed)
+	case "reused":
+		return readBool(data, i, &s.Reused)
+	case "http2":
+		return readBool(data, i, &s.HTTP2)
+	case "server_shutdown":
+		return readBool(data, i, &s.ServerShutdown)
+	}
+	return i, false
+}
+
+// readText reads a string without escapes into *p, through intern when it
+// is set (to share the strings a million samples repeat).
+func readText(b []byte, i int, p *string, intern func([]byte) string) (int, bool) {
+	v, j, ok := readRawString(b, i)
+	if !ok {
+		return i, false
+	}
+	if intern != nil {
+		*p = intern(v)
+	} else {
+		*p = string(v)
+	}
+	return j, true
+}
+
+// readUint reads a non-negative decimal integer.
+func readUint(b []byte, i int) (uint64, int, bool) {
+	j := i
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	n, err := strconv.ParseUint(string(b[i:j]), 10, 64)
+	return n, j, err == nil
+}
+
+// readMillisInto reads milliseconds (readMillis) into *p.
+func readMillisInto(b []byte, i int, p *time.Duration) (int, bool) {
+	d, j, ok := readMillis(b, i)
+	if ok {
+		*p = d
+	}
+	return j, ok
+}
+
+// readBool reads true or false into *p.
+func readBool(b []byte, i int, p *bool) (int, bool) {
+	switch {
+	case len(b) >= i+4 && string(b[i:i+4]) == "true":
+		*p = true
+		return i + 4, true
+	case len(b) >= i+5 && string(b[i:i+5]) == "false":
+		*p = false
+		return i + 5, true
+	}
+	return i, false
 }
 
 func skipWS(b []byte, i int) int {
