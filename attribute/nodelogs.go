@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/repro-tools/repro/results"
 )
 
 // LogSource reads the files of a node's log directories.
@@ -168,9 +170,9 @@ func statusError(resp *http.Response, what string) error {
 	msg := strings.TrimSpace(string(body))
 	switch resp.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return fmt.Errorf("%s: %d: reading node logs needs get on nodes/proxy (see \"repro rbac\"): %s", what, resp.StatusCode, oneLine(msg))
+		return fmt.Errorf("%s: %d: reading node logs needs get on nodes/proxy (see \"repro rbac\"): %s", what, resp.StatusCode, results.OneLine(msg))
 	}
-	return fmt.Errorf("%s: %s: %s", what, resp.Status, oneLine(msg))
+	return fmt.Errorf("%s: %s: %s", what, resp.Status, results.OneLine(msg))
 }
 
 // hrefRE finds the entries of the kubelet's directory listing (Go's
@@ -324,12 +326,4 @@ func SelectFiles(names []string, from, until time.Time) []LogFile {
 		out = append(out, LogFile{Name: "audit.log"})
 	}
 	return out
-}
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
 }

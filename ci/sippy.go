@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/repro-tools/repro/results"
 )
 
 // DefaultSippyURL is Sippy's public instance.
@@ -72,7 +74,7 @@ func sippyGet(ctx context.Context, hc *http.Client, u string, out map[string]map
 		return fmt.Errorf("sippy: %v", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("sippy: HTTP %d: %s", resp.StatusCode, oneLine(string(body)))
+		return fmt.Errorf("sippy: HTTP %d: %s", resp.StatusCode, results.OneLine(string(body)))
 	}
 	if len(body) > maxSippyBody {
 		return fmt.Errorf("sippy: answer over %d bytes", maxSippyBody)
@@ -91,12 +93,4 @@ func sippyGet(ctx context.Context, hc *http.Client, u string, out map[string]map
 		out[id][r.BackendName] += time.Duration(r.DisruptionSeconds * float64(time.Second))
 	}
 	return nil
-}
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
 }

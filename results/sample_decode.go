@@ -313,3 +313,10 @@ func ClampText(s string, max int) string {
 	}
 	return s
 }
+
+// OneLine folds s's white space (newlines included) into single spaces and
+// keeps its first 200 bytes (ClampText): a server's error body quoted in a
+// one-line error.
+func OneLine(s string) string {
+	return ClampText(strings.Join(strings.Fields(s), " "), 200)
+}
