@@ -3,34 +3,18 @@ package attribute
 import (
 	"context"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
+	"github.com/repro-tools/repro/internal/testsrv"
 )
 
 // A node-logs answer that starts and then goes silent fails its read with
 // a line naming the silence instead of hanging attribution.
 func TestNodeLogsSilenceEndsTheRead(t *testing.T) {
-	release := make(chan struct{})
-	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusOK)
-		io.WriteString(w, "{}\n")
-		w.(http.Flusher).Flush()
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	defer ts.Close()
-	defer close(release)
-	old := CallTimeout
-	CallTimeout = 300 * time.Millisecond
-	defer func() { CallTimeout = old }()
-	n, err := NewNodeLogs(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	testsrv.Set(t, &CallTimeout, 300*time.Millisecond)
+	n, err := NewNodeLogs(testsrv.Silent(t, "{}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,25 +10,16 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/repro-tools/repro/internal/testsrv"
 )
 
 // A server that completes TLS and never answers fails the startup check
 // with ErrNoAnswer after one CallTimeout (no retries), and the caller's
 // cancel ends it at once: /version used to be read without a context.
 func TestDescribeSilentServer(t *testing.T) {
-	release := make(chan struct{})
-	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	defer ts.Close()
-	defer close(release)
-	old := CallTimeout
-	CallTimeout = 300 * time.Millisecond
-	defer func() { CallTimeout = old }()
-	c, err := NewClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	old := testsrv.Set(t, &CallTimeout, 300*time.Millisecond)
+	c, err := NewClients(testsrv.Silent(t, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
