@@ -69,17 +69,7 @@ func TestNewPlanTimings(t *testing.T) {
 // A live baseline plan measures into its folder, logs into its log file,
 // and reads the report back; a plan whose checks fail keeps nothing.
 func TestPlanRunLive(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/version":
-			w.Write([]byte(`{"gitVersion":"v1.34.4"}`))
-		case strings.HasPrefix(r.URL.Path, "/apis/config.openshift.io"):
-			http.NotFound(w, r)
-		default:
-			w.Write([]byte(`{"kind":"List"}`))
-		}
-	}))
-	defer srv.Close()
+	srv := kubeServer(t)
 	bs, _ := prober.LookupBackends([]string{"kube-api"})
 	var logged []string
 	opts := func(out string, cfg *rest.Config) PlanOptions {

@@ -147,19 +147,7 @@ func TestConsent(t *testing.T) {
 // kind without the token, and the clock.
 func TestSessionProbe(t *testing.T) {
 	const token = "sha256~do-not-log-me"
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/version":
-			w.Write([]byte(`{"gitVersion":"v1.34.4"}`))
-		case strings.HasPrefix(r.URL.Path, "/apis/oauth.openshift.io"):
-			http.Error(w, `{"kind":"Status","code":403}`, http.StatusForbidden)
-		case strings.HasPrefix(r.URL.Path, "/apis/config.openshift.io"):
-			http.NotFound(w, r)
-		default:
-			w.Write([]byte(`{"kind":"List"}`))
-		}
-	}))
-	defer srv.Close()
+	srv := kubeServer(t, "/apis/oauth.openshift.io")
 	bs, _ := prober.LookupBackends([]string{"kube-api", "oauth-api"})
 	var out bytes.Buffer
 	core, logs := observer.New(zap.WarnLevel)
@@ -217,17 +205,7 @@ func TestSessionProbe(t *testing.T) {
 // A vantage point that cannot be reached is one line before anything is
 // measured; a backend refused at one vantage point is dropped at every one.
 func TestUnreachableVantageIsOneLine(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/version":
-			w.Write([]byte(`{"gitVersion":"v1.34.4"}`))
-		case strings.HasPrefix(r.URL.Path, "/apis/config.openshift.io"):
-			http.NotFound(w, r)
-		default:
-			w.Write([]byte(`{"kind":"List"}`))
-		}
-	}))
-	defer srv.Close()
+	srv := kubeServer(t)
 	closed := httptest.NewTLSServer(http.NotFoundHandler())
 	gone := closed.URL
 	closed.Close()
@@ -249,4 +227,27 @@ func TestUnreachableVantageIsOneLine(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "vantage direct master-1 is unreachable: kube-api: cannot reach "+gone) || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "master-0") {
 		t.Errorf("error %v, want one line naming direct master-1 only", err)
 	}
+}
+
+// kubeServer is a kube-apiserver without OpenShift's config API that
+// answers every list, and 403 under each forbidden path prefix.
+func kubeServer(t *testing.T, forbidden ...string) *httptest.Server {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, p := range forbidden {
+			if strings.HasPrefix(r.URL.Path, p) {
+				http.Error(w, `{"kind":"Status","code":403}`, http.StatusForbidden)
+				return
+			}
+		}
+		switch {
+		case r.URL.Path == "/version":
+			w.Write([]byte(`{"gitVersion":"v1.34.4"}`))
+		case strings.HasPrefix(r.URL.Path, "/apis/config.openshift.io"):
+			http.NotFound(w, r)
+		default:
+			w.Write([]byte(`{"kind":"List"}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
