@@ -14,12 +14,7 @@ import (
 func TestAttributeCIRunFromGatheredLogs(t *testing.T) {
 	base := time.Date(2024, 7, 10, 3, 0, 0, 0, time.UTC)
 	citest.Serve(t, citest.ReportRuns(base))
-	gcs, err := ci.NewStorage(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gcs.Close()
-	c := ci.NewClient(gcs, &ci.Cache{Root: t.TempDir()}, 4)
+	c := citest.Client(t, t.TempDir())
 	var refs []ci.Ref
 	for _, b := range citest.ReportBuilds[2:] {
 		r, err := ci.ParseRef("https://prow.ci.openshift.org/view/gs/origin-ci-test/logs/" + citest.Job + "/" + b)
@@ -67,12 +62,7 @@ func TestAttributeCIRunFromGatheredLogs(t *testing.T) {
 func TestAttributeCIRunWithoutLogs(t *testing.T) {
 	base := time.Date(2024, 7, 10, 3, 0, 0, 0, time.UTC)
 	citest.Serve(t, citest.ReportRuns(base))
-	gcs, err := ci.NewStorage(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gcs.Close()
-	c := ci.NewClient(gcs, &ci.Cache{Root: t.TempDir()}, 4)
+	c := citest.Client(t, t.TempDir())
 	ref, _ := ci.ParseRef("gs://origin-ci-test/logs/" + citest.Job + "/" + citest.ReportBuilds[3])
 	res, err := c.Gather(context.Background(), ci.Request{Refs: []ci.Ref{ref}})
 	if err != nil || res.Partial() {

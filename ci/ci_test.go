@@ -71,18 +71,6 @@ func TestParseRef(t *testing.T) {
 	}
 }
 
-// client opens a client on the emulator (STORAGE_EMULATOR_HOST) and a
-// fresh cache.
-func client(t *testing.T, cacheDir string) *ci.Client {
-	t.Helper()
-	gcs, err := ci.NewStorage(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gcs.Close() })
-	return ci.NewClient(gcs, &ci.Cache{Root: cacheDir, Max: ci.DefaultCacheMax}, 4)
-}
-
 func refs(t *testing.T, builds ...string) []ci.Ref {
 	var out []ci.Ref
 	for _, b := range builds {
@@ -104,7 +92,7 @@ func (c *counter) Done()               { c.done.Add(1) }
 func TestFetchReportRunsCacheOffline(t *testing.T) {
 	citest.Serve(t, citest.ReportRuns(base))
 	cache := t.TempDir()
-	c := client(t, cache)
+	c := citest.Client(t, cache)
 	var p counter
 	c.Progress = &p
 	ctx := context.Background()
@@ -213,7 +201,7 @@ func TestPartialRuns(t *testing.T) {
 		{Build: "1813000000000000004", Kind: citest.Running, Started: base.Add(3 * time.Hour)},
 	}
 	citest.Serve(t, runs)
-	c := client(t, t.TempDir())
+	c := citest.Client(t, t.TempDir())
 	res, err := c.Gather(context.Background(), ci.Request{Refs: refs(t, "1813000000000000001", "1813000000000000002", "1813000000000000003", "1813000000000000004", "1813000000000000099")})
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +262,7 @@ func history(n int) []citest.RunSpec {
 func TestHistoryNarrowsByBisection(t *testing.T) {
 	runs := history(60)
 	citest.Serve(t, runs)
-	c := client(t, t.TempDir())
+	c := citest.Client(t, t.TempDir())
 	since, until := base.Add(20*time.Hour), base.Add(30*time.Hour)
 	h, err := c.History(context.Background(), citest.Bucket, citest.Job, since, until, 0)
 	if err != nil {
@@ -305,7 +293,7 @@ func TestTriageSelectsAndPicksClean(t *testing.T) {
 	runs := history(20)
 	citest.Serve(t, runs)
 	cache := t.TempDir()
-	c := client(t, cache)
+	c := citest.Client(t, cache)
 	res, err := c.Gather(context.Background(), ci.Request{Job: citest.Job, Since: base.Add(5 * time.Hour), Until: base.Add(15 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +365,7 @@ func TestTriageFromSippy(t *testing.T) {
 	}))
 	defer sippy.Close()
 	cache := t.TempDir()
-	c := client(t, cache)
+	c := citest.Client(t, cache)
 	res, err := c.Gather(context.Background(), ci.Request{Job: citest.Job, Since: base, Sippy: true, SippyURL: sippy.URL, HTTP: sippy.Client()})
 	if err != nil || res.Partial() {
 		t.Fatalf("%v %v", err, res.Failures)
@@ -401,7 +389,7 @@ func TestTriageFromSippy(t *testing.T) {
 func TestCacheEvictsOldestFirst(t *testing.T) {
 	citest.Serve(t, citest.ReportRuns(base))
 	cache := t.TempDir()
-	c := client(t, cache)
+	c := citest.Client(t, cache)
 	ctx := context.Background()
 	var dirs []string
 	for _, b := range citest.ReportBuilds[:3] {
@@ -438,7 +426,7 @@ func TestCacheEvictsOldestFirst(t *testing.T) {
 
 func TestObjectSizeBound(t *testing.T) {
 	citest.Serve(t, citest.ReportRuns(base))
-	c := client(t, t.TempDir())
+	c := citest.Client(t, t.TempDir())
 	c.MaxObject = 4 << 10
 	res, err := c.Gather(context.Background(), ci.Request{Refs: refs(t, citest.ReportBuilds[0])})
 	if err != nil {

@@ -6,6 +6,7 @@ package citest
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 
+	"github.com/repro-tools/repro/ci"
 	"github.com/repro-tools/repro/origin"
 )
 
@@ -131,6 +133,18 @@ func Objects(t testing.TB, runs []RunSpec) []fakestorage.Object {
 // Serve starts an emulator holding runs and points STORAGE_EMULATOR_HOST at
 // it for the test.
 func Serve(t *testing.T, runs []RunSpec) *fakestorage.Server { return serve(t, runs) }
+
+// Client opens a ci client on the emulator Serve started
+// (STORAGE_EMULATOR_HOST), with its cache in cacheDir.
+func Client(t *testing.T, cacheDir string) *ci.Client {
+	t.Helper()
+	gcs, err := ci.NewStorage(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gcs.Close() })
+	return ci.NewClient(gcs, &ci.Cache{Root: cacheDir, Max: ci.DefaultCacheMax}, 4)
+}
 
 // ServeB is Serve for a benchmark.
 func ServeB(b *testing.B, runs []RunSpec) *fakestorage.Server { return serve(b, runs) }
