@@ -356,3 +356,22 @@ func TestTriagedRunCountsZero(t *testing.T) {
 		}
 	}
 }
+
+// A backend's variant family: the cache fact from its descriptor, the
+// connection from origin's name.
+func TestVariantStem(t *testing.T) {
+	for _, c := range []struct {
+		name, stem string
+		cache      bool
+		conn       string
+	}{
+		{"cache-kube-api-reused-connections", "kube-api", true, "reused"},
+		{"kube-api-new-connections", "kube-api", false, "new"},
+		{"cache-kube-api-http2-localhost-new-connections", "kube-api-http2-localhost", true, "new"},
+		{"ingress-to-oauth-server-new-connections", "ingress-to-oauth-server", false, "new"},
+	} {
+		if stem, cache, conn := variantStem(c.name); stem != c.stem || cache != c.cache || conn != c.conn {
+			t.Errorf("variantStem(%q) = %q %v %q, want %q %v %q", c.name, stem, cache, conn, c.stem, c.cache, c.conn)
+		}
+	}
+}

@@ -247,18 +247,18 @@ type DisruptionWindow struct {
 }
 
 // variantStem is a backend's name without its connection and cache
-// variant: kube-api for cache-kube-api-reused-connections.
+// variant: kube-api for cache-kube-api-reused-connections. Whether it is a
+// watch-cache variant is the backend's descriptor's to say
+// (results.DescribeBackend). The name is parsed only for origin's naming:
+// the connection suffix (results.SplitPollerName) and the "cache-" prefix
+// of origin's watch-cache variants (openshift/origin
+// pkg/monitortests/kubeapiserver/disruptionlegacyapiservers).
 func variantStem(name string) (stem string, cache bool, conn string) {
-	s := name
-	for _, c := range []string{"new", "reused"} {
-		if t, ok := strings.CutSuffix(s, "-"+c+"-connections"); ok {
-			s, conn = t, c
-		}
+	stem, c := results.SplitPollerName(name)
+	if d, _ := results.DescribeBackend(name); d.Cache {
+		return strings.TrimPrefix(stem, "cache-"), true, string(c)
 	}
-	if t, ok := strings.CutPrefix(s, "cache-"); ok {
-		return t, true, conn
-	}
-	return s, false, conn
+	return stem, false, string(c)
 }
 
 // windows groups a run's placements into windows of overlapping

@@ -105,7 +105,7 @@ func DescribeBackend(name string) (d BackendDescriptor, ok bool) {
 func describeImported(name string) (BackendDescriptor, bool) {
 	d := BackendDescriptor{Name: name, Kind: KindOther}
 	n := strings.ToLower(name)
-	stem := strings.TrimSuffix(strings.TrimSuffix(n, "-new-connections"), "-reused-connections")
+	stem, _ := SplitPollerName(n)
 	for _, b := range PolledBackends {
 		if stem == b.Name || strings.HasPrefix(stem, b.Name+"-http1") || strings.HasPrefix(stem, b.Name+"-http2") {
 			b.Name, b.Path = name, ""

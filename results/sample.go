@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -403,6 +404,19 @@ var ConnectionTypes = []ConnectionType{NewConnections, ReusedConnections}
 // sampler, pkg/monitor/backenddisruption).
 func PollerName(backend string, conn ConnectionType) string {
 	return backend + "-" + string(conn) + "-connections"
+}
+
+// SplitPollerName is PollerName's inverse: a name ending in
+// "-<new|reused>-connections" (origin's legacy and newer sampler names
+// alike) gives what comes before it and the connection type; any other
+// name is returned whole, with an empty connection type.
+func SplitPollerName(name string) (string, ConnectionType) {
+	for _, c := range ConnectionTypes {
+		if stem, ok := strings.CutSuffix(name, "-"+string(c)+"-connections"); ok {
+			return stem, c
+		}
+	}
+	return name, ""
 }
 
 // VantageExternalLB is the default vantage: the cluster's external API

@@ -99,3 +99,21 @@ func TestSamplerName(t *testing.T) {
 		}
 	}
 }
+
+// SplitPollerName undoes PollerName and SamplerName, and leaves a name
+// without a connection suffix whole.
+func TestSplitPollerName(t *testing.T) {
+	for _, c := range []struct {
+		name, stem string
+		conn       results.ConnectionType
+	}{
+		{"kube-api-new-connections", "kube-api", results.NewConnections},
+		{"cache-oauth-api-reused-connections", "cache-oauth-api", results.ReusedConnections},
+		{"kube-api-http2-external-lb-new-connections", "kube-api-http2-external-lb", results.NewConnections},
+		{"ci-cluster-network-liveness", "ci-cluster-network-liveness", ""},
+	} {
+		if stem, conn := results.SplitPollerName(c.name); stem != c.stem || conn != c.conn {
+			t.Errorf("SplitPollerName(%q) = %q, %q; want %q, %q", c.name, stem, conn, c.stem, c.conn)
+		}
+	}
+}
