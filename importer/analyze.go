@@ -12,9 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/perf/benchmath"
-
 	"github.com/repro-tools/repro/origin"
+	"github.com/repro-tools/repro/report/compare"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -463,47 +462,14 @@ func compareSets(rs []*CIRunReport, a, b CISet, atLeast, alpha float64) *CICompa
 		sb := statsOf(pb[0], pb[1], k, perRun(rb, pb[0], pb[1]), atLeast)
 		row := CompareRow{Pattern: pb[0], Backend: pb[1], A: sa, B: sb, P: 1, Alpha: alpha}
 		if len(sa.values) > 0 && len(sb.values) > 0 {
-			th := &benchmath.Thresholds{CompareAlpha: alpha}
-			cmp := benchmath.AssumeNothing.Compare(benchmath.NewSample(sa.values, th), benchmath.NewSample(sb.values, th))
-			if !math.IsNaN(cmp.P) && cmp.P <= 1 {
-				row.P = cmp.P
-			}
-			row.Testable = minAttainableP(len(sa.values), len(sb.values)) < alpha
-			row.Significant = row.Testable && row.P < alpha
-			row.ProbBGreater = probGreater(sa.values, sb.values)
+			t := compare.RankTest(sa.values, sb.values, alpha)
+			row.P, row.Testable, row.Significant = t.P, t.Testable, t.Significant
+			// Unrounded, as import's JSON has always carried it.
+			row.ProbBGreater = compare.ProbGreater(sa.values, sb.values)
 		}
 		c.Rows = append(c.Rows, row)
 	}
 	return c
-}
-
-// minAttainableP is the smallest two-sided p-value the rank test can give
-// with these sample sizes, 2/C(n1+n2, n1).
-func minAttainableP(n1, n2 int) float64 {
-	lc := 0.0
-	for i := 1; i <= n1; i++ {
-		lc += math.Log(float64(n2+i)) - math.Log(float64(i))
-	}
-	return math.Min(1, 2*math.Exp(-lc))
-}
-
-// probGreater is P(b > a) for random draws, ties counting half.
-func probGreater(a, b []float64) float64 {
-	if len(a) == 0 || len(b) == 0 {
-		return 0.5
-	}
-	var n float64
-	for _, x := range a {
-		for _, y := range b {
-			switch {
-			case y > x:
-				n++
-			case y == x:
-				n += 0.5
-			}
-		}
-	}
-	return n / float64(len(a)*len(b))
 }
 
 // WriteSignals writes the run's evidence to a results folder as

@@ -751,7 +751,7 @@ func versus(a, b ConnStats, name string, th Threshold, alpha float64) Versus {
 		v.Test = TestResult{Method: "mann-whitney-u", N1: a.N, N2: b.N, P: 1, Alpha: alpha, MinAttainableP: 1}
 		return v
 	}
-	v.Test = rankTest(values(a), values(b), alpha)
+	v.Test = RankTest(values(a), values(b), alpha)
 	t := v.Test
 	delta := fmt.Sprintf("median %s → %s (%s)", fmtSeconds(a.MedianSeconds), fmtSeconds(b.MedianSeconds), signedDelta(v))
 	if !t.Testable {
@@ -820,10 +820,10 @@ func values(cs ConnStats) []float64 {
 	return vs
 }
 
-// rankTest runs the two-sided Mann-Whitney U test of benchstat
+// RankTest runs the two-sided Mann-Whitney U test of benchstat
 // (golang.org/x/perf/benchmath: exact distribution, with ties, up to 25
 // samples per side; normal approximation beyond).
-func rankTest(a, b []float64, alpha float64) TestResult {
+func RankTest(a, b []float64, alpha float64) TestResult {
 	t := TestResult{Method: "mann-whitney-u", N1: len(a), N2: len(b), Alpha: alpha}
 	th := &benchmath.Thresholds{CompareAlpha: alpha}
 	cmp := benchmath.AssumeNothing.Compare(benchmath.NewSample(a, th), benchmath.NewSample(b, th))
@@ -834,19 +834,28 @@ func rankTest(a, b []float64, alpha float64) TestResult {
 	t.MinAttainableP = minAttainableP(len(a), len(b))
 	t.Testable = t.MinAttainableP < alpha
 	t.Significant = t.Testable && t.P < alpha
-	var gt, eq int
+	t.ProbBGreater = math.Round(ProbGreater(a, b)*1000) / 1000
+	return t
+}
+
+// ProbGreater is the probability that a random draw of b exceeds one of a,
+// ties counting half; 0.5 when either is empty.
+func ProbGreater(a, b []float64) float64 {
+	if len(a) == 0 || len(b) == 0 {
+		return 0.5
+	}
+	var n float64
 	for _, x := range a {
 		for _, y := range b {
 			switch {
 			case y > x:
-				gt++
+				n++
 			case y == x:
-				eq++
+				n += 0.5
 			}
 		}
 	}
-	t.ProbBGreater = math.Round((float64(gt)+float64(eq)/2)/float64(len(a)*len(b))*1000) / 1000
-	return t
+	return n / float64(len(a)*len(b))
 }
 
 // minAttainableP is the smallest two-sided p-value of an exact U test with
