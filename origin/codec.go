@@ -462,9 +462,8 @@ func (d *decoder) decodeItem() (Interval, error) {
 		return iv, err
 	}
 	d.itemOff = d.dec.InputOffset() - 1 // the item's '{', for errors about the whole item
-	var oldLoc, oldMsg string
-	var loc, tmpLoc *Locator
-	var msg, tmpMsg *Message
+	var loc eraField[Locator]
+	var msg eraField[Message]
 	for d.dec.More() {
 		key, err := d.key()
 		if err != nil {
@@ -475,7 +474,6 @@ func (d *decoder) decodeItem() (Interval, error) {
 			return iv, d.errorf("%q: %v", key, err)
 		}
 		bad := func(err error) error { return d.errorf("%q: %v", key, err) }
-		isString := len(raw) > 0 && raw[0] == '"'
 		switch key {
 		case "level":
 			if err := json.Unmarshal(raw, &iv.Level); err != nil {
@@ -490,36 +488,12 @@ func (d *decoder) decodeItem() (Interval, error) {
 				return iv, bad(err)
 			}
 		case "locator", "tempStructuredLocator":
-			if isString {
-				if err := json.Unmarshal(raw, &oldLoc); err != nil {
-					return iv, bad(err)
-				}
-				continue
-			}
-			var l Locator
-			if err := json.Unmarshal(raw, &l); err != nil {
+			if err := loc.decode(raw, key != "locator"); err != nil {
 				return iv, bad(err)
-			}
-			if key == "locator" {
-				loc = &l
-			} else {
-				tmpLoc = &l
 			}
 		case "message", "tempStructuredMessage":
-			if isString {
-				if err := json.Unmarshal(raw, &oldMsg); err != nil {
-					return iv, bad(err)
-				}
-				continue
-			}
-			var m Message
-			if err := json.Unmarshal(raw, &m); err != nil {
+			if err := msg.decode(raw, key != "message"); err != nil {
 				return iv, bad(err)
-			}
-			if key == "message" {
-				msg = &m
-			} else {
-				tmpMsg = &m
 			}
 		case "from", "to":
 			var s *string
@@ -543,22 +517,8 @@ func (d *decoder) decodeItem() (Interval, error) {
 	if err := d.delim('}'); err != nil {
 		return iv, err
 	}
-	switch {
-	case loc != nil && !emptyLocator(*loc):
-		iv.Locator = *loc
-	case tmpLoc != nil && !emptyLocator(*tmpLoc):
-		iv.Locator = *tmpLoc
-	default:
-		iv.Locator = ParseOldLocator(oldLoc)
-	}
-	switch {
-	case msg != nil && !emptyMessage(*msg):
-		iv.Message = *msg
-	case tmpMsg != nil && !emptyMessage(*tmpMsg):
-		iv.Message = *tmpMsg
-	default:
-		iv.Message = ParseOldMessage(oldMsg)
-	}
+	iv.Locator = loc.pick(emptyLocator, ParseOldLocator)
+	iv.Message = msg.pick(emptyMessage, ParseOldMessage)
 	iv.Locator.Keys = nonNil(iv.Locator.Keys)
 	iv.Message.Annotations = nonNil(iv.Message.Annotations)
 	if iv.Message.Reason == "" {
@@ -567,7 +527,7 @@ func (d *decoder) decodeItem() (Interval, error) {
 	if iv.Source == "" {
 		iv.Source = inferSource(iv)
 	}
-	if f := longField(&iv, oldLoc, oldMsg); f != "" {
+	if f := longField(&iv, loc.old, msg.old); f != "" {
 		return iv, d.errorAt(d.itemOff, "items[%d]: %s is longer than %d KiB; origin keeps a message, not a log", d.item, f, MaxFieldBytes>>10)
 	}
 	if !iv.To.IsZero() && iv.To.Before(iv.From) {
@@ -604,6 +564,44 @@ func longField(iv *Interval, oldLoc, oldMsg string) string {
 		}
 	}
 	return ""
+}
+
+// eraField is the locator or the message of an interval, which origin has
+// written three ways: a string (the oldest files), a structured object, or
+// both, the object under a "tempStructured" key (the files between).
+type eraField[T any] struct {
+	old       string
+	main, tmp *T
+}
+
+// decode reads one key's value: a string is the old form, an object the
+// structured one (temp: under its "tempStructured" key).
+func (f *eraField[T]) decode(raw json.RawMessage, temp bool) error {
+	if len(raw) > 0 && raw[0] == '"' {
+		return json.Unmarshal(raw, &f.old)
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	if temp {
+		f.tmp = &v
+	} else {
+		f.main = &v
+	}
+	return nil
+}
+
+// pick prefers the structured object, then the temp one, then the old
+// string parsed.
+func (f *eraField[T]) pick(empty func(T) bool, parseOld func(string) T) T {
+	switch {
+	case f.main != nil && !empty(*f.main):
+		return *f.main
+	case f.tmp != nil && !empty(*f.tmp):
+		return *f.tmp
+	}
+	return parseOld(f.old)
 }
 
 func emptyLocator(l Locator) bool { return l.Type == "" && len(l.Keys) == 0 }
