@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/repro-tools/repro/attribute"
 	"github.com/repro-tools/repro/metrics"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
@@ -240,20 +241,6 @@ func (f *Figures) classList() string {
 		m[string(c)] = n
 	}
 	return countList(m)
-}
-
-// attributionRecord is the part of an attribution.jsonl line diagnose uses.
-type attributionRecord struct {
-	Backend    string    `json:"backend"`
-	Connection string    `json:"connection"`
-	Seq        uint64    `json:"seq"`
-	AuditID    string    `json:"audit_id"`
-	Verdict    string    `json:"verdict"`
-	Node       string    `json:"node"`
-	Stage      string    `json:"stage"`
-	Detail     string    `json:"detail"`
-	Poller     string    `json:"poller"`
-	Start      time.Time `json:"start"`
 }
 
 // Measure reads a results folder's figures: samples.jsonl (required),
@@ -570,8 +557,9 @@ func parseServedBy(s string) map[string]int64 {
 	return out
 }
 
-// readAttribution reads attribution.jsonl; nil without one.
-func readAttribution(path string) ([]attributionRecord, error) {
+// readAttribution reads attribution.jsonl, in the type repro attribute
+// writes it with; nil without one.
+func readAttribution(path string) ([]attribute.Record, error) {
 	fh, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -580,7 +568,7 @@ func readAttribution(path string) ([]attributionRecord, error) {
 		return nil, err
 	}
 	defer fh.Close()
-	out := []attributionRecord{}
+	out := []attribute.Record{}
 	sc := bufio.NewScanner(fh)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	line := 0
@@ -590,7 +578,7 @@ func readAttribution(path string) ([]attributionRecord, error) {
 		if len(strings.TrimSpace(string(b))) == 0 {
 			continue
 		}
-		var r attributionRecord
+		var r attribute.Record
 		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, fmt.Errorf("%s line %d: %v; remove or regenerate the file", path, line, err)
 		}
