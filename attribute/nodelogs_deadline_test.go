@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/repro-tools/repro/internal/testsrv"
+	"github.com/repro-tools/repro/internal/testkit"
 )
 
 // A node-logs answer that starts and then goes silent fails its read with
 // a line naming the silence instead of hanging attribution.
 func TestNodeLogsSilenceEndsTheRead(t *testing.T) {
-	testsrv.Set(t, &CallTimeout, 300*time.Millisecond)
-	n, err := NewNodeLogs(testsrv.Silent(t, "{}\n"))
+	testkit.Set(t, &CallTimeout, 300*time.Millisecond)
+	n, err := NewNodeLogs(testkit.Silent(t, "{}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/repro-tools/repro/internal/testkit"
 	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
@@ -207,11 +208,8 @@ func synthFolder(t *testing.T, backends []string, fail func(backend string, conn
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := results.CreateJSONL(f.Path(results.SamplesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
 	base := time.Date(2026, 12, 4, 1, 0, 0, 0, time.UTC)
+	var ss []results.Sample
 	for _, b := range backends {
 		for _, c := range results.ConnectionTypes {
 			for seq := uint64(0); seq < 300; seq++ {
@@ -222,15 +220,11 @@ func synthFolder(t *testing.T, backends []string, fail func(backend string, conn
 						s.Duration = 2720 * time.Millisecond
 					}
 				}
-				if err := w.Write(&s); err != nil {
-					t.Fatal(err)
-				}
+				ss = append(ss, s)
 			}
 		}
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteJSONL(t, f.Path(results.SamplesFile), ss)
 	run := results.NewRun("run", []string{"repro", "run"}, base)
 	run.Finish(base.Add(time.Minute), results.StatusComplete)
 	if err := f.WriteRun(run); err != nil {

@@ -7,23 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/repro-tools/repro/internal/testkit"
 	"github.com/repro-tools/repro/results"
 )
 
 func writeSignals(t *testing.T, dir string, ss ...results.Signal) {
 	t.Helper()
-	w, err := results.CreateJSONL(filepath.Join(dir, results.SignalsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range ss {
-		if err := w.Write(&ss[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteJSONL(t, filepath.Join(dir, results.SignalsFile), ss)
 }
 
 func anyLine(l []string, sub string) string {

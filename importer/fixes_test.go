@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/repro-tools/repro/internal/testkit"
 	"github.com/repro-tools/repro/origin"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
@@ -127,10 +128,10 @@ func TestOwnTimelinesAgreeWithBackendDisruption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, _ := results.CreateJSONL(f.Path(results.SamplesFile))
 	t0 := start.Add(100 * time.Millisecond)
 	// 10 per second for 60 s; short failures of 200-300 ms with changing
 	// error text, as an etcd stall gives
+	var ss []results.Sample
 	for i := 0; i < 600; i++ {
 		s := results.Sample{Backend: "kube-api", Connection: results.NewConnections, Seq: uint64(i + 1), Start: t0.Add(time.Duration(i) * 100 * time.Millisecond), Duration: 5 * time.Millisecond, StatusCode: 200}
 		if i%50 >= 3 && i%50 < 5 {
@@ -139,9 +140,9 @@ func TestOwnTimelinesAgreeWithBackendDisruption(t *testing.T) {
 		if i%50 == 5 {
 			s.StatusCode, s.ErrorClass, s.Error = 503, results.ClassHTTP5xx, "HTTP 503 Service Unavailable"
 		}
-		w.Write(&s)
+		ss = append(ss, s)
 	}
-	w.Close()
+	testkit.WriteJSONL(t, f.Path(results.SamplesFile), ss)
 	if _, err := report.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}

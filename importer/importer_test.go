@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/repro-tools/repro/internal/testkit"
 	"github.com/repro-tools/repro/origin"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/report/compare"
@@ -259,11 +260,8 @@ func TestRoundTripFromRepro(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := results.CreateJSONL(f.Path(results.SamplesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
 	t0 := start.Add(250 * time.Millisecond)
+	var ss []results.Sample
 	for i := 0; i < 300; i++ { // 30 s at 10 per second
 		for _, conn := range []results.ConnectionType{results.NewConnections, results.ReusedConnections} {
 			s := results.Sample{Backend: "kube-api", Connection: conn, Seq: uint64(i + 1), Start: t0.Add(time.Duration(i) * 100 * time.Millisecond), Duration: 5 * time.Millisecond, StatusCode: 200}
@@ -273,20 +271,14 @@ func TestRoundTripFromRepro(t *testing.T) {
 			if conn == results.ReusedConnections && i >= 150 && i < 153 {
 				s.StatusCode, s.ErrorClass, s.Error = 429, results.ClassHTTP429, "HTTP 429 Too Many Requests: TooManyRequests: shutting down"
 			}
-			if err := w.Write(&s); err != nil {
-				t.Fatal(err)
-			}
+			ss = append(ss, s)
 		}
 	}
-	w.Close()
-	ew, _ := results.CreateJSONL(f.Path(results.EventsFile))
-	for _, e := range []results.Event{
+	testkit.WriteJSONL(t, f.Path(results.SamplesFile), ss)
+	testkit.WriteJSONL(t, f.Path(results.EventsFile), []results.Event{
 		{Time: t0.Add(9 * time.Second), Kind: results.KindClusterEvent, Node: "master-0", Reason: "ShutdownInitiated", Message: "shutting down"},
 		{Time: t0.Add(20 * time.Second), Kind: results.KindClusterEvent, Node: "master-0", Reason: "TerminationGracefulTerminationFinished", Message: "done"},
-	} {
-		ew.Write(e)
-	}
-	ew.Close()
+	})
 	if _, err := report.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}

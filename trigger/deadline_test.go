@@ -11,15 +11,15 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/repro-tools/repro/internal/testsrv"
+	"github.com/repro-tools/repro/internal/testkit"
 )
 
 // A server that completes TLS and never answers fails the startup check
 // with ErrNoAnswer after one CallTimeout (no retries), and the caller's
 // cancel ends it at once: /version used to be read without a context.
 func TestDescribeSilentServer(t *testing.T) {
-	old := testsrv.Set(t, &CallTimeout, 300*time.Millisecond)
-	c, err := NewClients(testsrv.Silent(t, ""))
+	old := testkit.Set(t, &CallTimeout, 300*time.Millisecond)
+	c, err := NewClients(testkit.Silent(t, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

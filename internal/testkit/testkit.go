@@ -1,6 +1,6 @@
-// Package testsrv holds the test servers that tests of more than one
-// package start, so each is written once. Only tests import it.
-package testsrv
+// Package testkit holds the test servers and fixtures that the tests of
+// more than one package use, so each is written once. Only tests import it.
+package testkit
 
 import (
 	"io"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/repro-tools/repro/results"
 )
 
 // Silent starts a TLS server that answers every request with prefix (status
@@ -43,4 +45,22 @@ func Set[T any](t testing.TB, p *T, v T) (old T) {
 	*p = v
 	t.Cleanup(func() { *p = old })
 	return old
+}
+
+// WriteJSONL writes items to path through results' JSONL writer, one line
+// each, as the program writes its folders' files.
+func WriteJSONL[T any](t testing.TB, path string, items []T) {
+	t.Helper()
+	w, err := results.CreateJSONL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range items {
+		if err := w.Write(&items[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
