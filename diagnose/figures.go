@@ -1,7 +1,6 @@
 package diagnose
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -557,34 +556,21 @@ func parseServedBy(s string) map[string]int64 {
 	return out
 }
 
-// readAttribution reads attribution.jsonl, in the type repro attribute
-// writes it with; nil without one.
+// readAttribution reads attribution.jsonl with repro attribute's own
+// reader: nil without the file, an empty list for a file without lines
+// (attribution ran and nothing had failed).
 func readAttribution(path string) ([]attribute.Record, error) {
-	fh, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	recs, err := attribute.ReadRecords(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%v; remove or regenerate the file", err)
 	}
-	defer fh.Close()
-	out := []attribute.Record{}
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
-		if len(strings.TrimSpace(string(b))) == 0 {
-			continue
-		}
-		var r attribute.Record
-		if err := json.Unmarshal(b, &r); err != nil {
-			return nil, fmt.Errorf("%s line %d: %v; remove or regenerate the file", path, line, err)
-		}
-		out = append(out, r)
+	if recs == nil {
+		recs = []attribute.Record{}
 	}
-	return out, sc.Err()
+	return recs, nil
 }
 
 // longestRun is the most consecutive failed samples of one poller: the
