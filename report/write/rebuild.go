@@ -47,8 +47,8 @@ type summarySection struct {
 }
 
 // AddSummarySection registers a section of summary.txt written from the
-// rebuilt folder dir; a package that report cannot import (diagnose, which
-// reads report's files) adds its own this way.
+// rebuilt folder dir; a package that write cannot import (diagnose, which
+// reads the files written here) adds its own this way.
 // report.html shows the same text under title.
 func AddSummarySection(title string, fn func(dir string, w io.Writer) error) {
 	summarySections = append(summarySections, summarySection{title, fn})
@@ -109,6 +109,8 @@ func Rebuild(dir string, opts ...RebuildOption) (*report.Analysis, error) {
 	suite := "repro"
 	if run != nil {
 		suite = "repro " + run.Command
+		// The scenario's name has no typed field in results yet: scenarios
+		// records it under run.json's extra (Run.SetExtra("scenario")).
 		if sc, ok := run.Extra["scenario"].(string); ok {
 			suite += " " + sc
 		}
