@@ -98,7 +98,7 @@ func loadProfileRun(t *testing.T, out, profile string) profileRun {
 	if pr.a, err = report.LoadSamples(filepath.Join(out, results.SamplesFile)); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(out, report.PlacementsFile))
+	b, err := os.ReadFile(filepath.Join(out, results.PlacementsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func checkShortShutdownDelay(t *testing.T, pr profileRun) {
 	t.Helper()
 	checkAttributionShortShutdownDelay(t, pr.dir)
 	checkDiagnosis(t, pr.dir, "short-shutdown-delay")
-	junit, err := os.ReadFile(filepath.Join(pr.dir, report.JUnitFile))
+	junit, err := os.ReadFile(filepath.Join(pr.dir, results.JUnitFile))
 	if err != nil {
 		t.Fatal(err)
 	}
