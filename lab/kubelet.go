@@ -51,14 +51,15 @@ func podHash(node string, rev int32, started time.Time) string {
 	return hex.EncodeToString(h[:])[:32]
 }
 
-// kubeletLoop keeps the mirror pod kube-apiserver-<node> in line with the
-// node's process: created when a process starts, status updated as
-// readiness changes, deleted once the process has exited (a static pod's
-// mirror is replaced, not updated, when its revision changes; OpenShift
-// clients see the pod vanish and reappear with a new uid and revision).
-func (n *Node) kubeletLoop(ctx context.Context) {
+// startLoops starts the node's readiness probe and its kubelet, which
+// keeps the mirror pod kube-apiserver-<node> in line with the node's
+// process: created when a process starts, status updated as readiness
+// changes, deleted once the process has exited (a static pod's mirror is
+// replaced, not updated, when its revision changes; OpenShift clients see
+// the pod vanish and reappear with a new uid and revision).
+func (n *Node) startLoops() {
 	var cur *corev1.Pod // last pod written or read; re-read after a failure
-	n.supervised.kubeletLoop(ctx, "mirror pod", func(ctx context.Context) error {
+	n.supervised.startLoops("mirror pod", func(ctx context.Context) error {
 		var err error
 		cur, err = n.syncPod(ctx, cur)
 		return err

@@ -600,14 +600,10 @@ func (l *Lab) Stop() error {
 		// The installer may have started a process between the first pass
 		// and its own exit: kill again now that nothing else starts any.
 		for _, n := range l.nodes {
-			errs = appendErr(errs, n.kill())
+			errs = appendErr(errs, n.release())
 		}
-		errs = append(errs, l.aggr.stopReplicas()...)
-		for _, n := range l.nodes {
-			n.wait()
-			if n.proxy != nil {
-				_ = n.proxy.Close()
-			}
+		for _, r := range l.aggr.replicas {
+			errs = appendErr(errs, r.release())
 		}
 		if l.etcd != nil {
 			errs = appendErr(errs, l.etcd.Kill())
