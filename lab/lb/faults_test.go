@@ -109,6 +109,22 @@ func dialAsk(t *testing.T, addr string, d time.Duration) (string, error) {
 	return ask(c, d)
 }
 
+// dialTo dials addr until a connection lands on the backend named name,
+// and returns it (one answered exchange in).
+func dialTo(t *testing.T, addr, name string) net.Conn {
+	t.Helper()
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := ask(c, time.Second); got == name {
+			return c
+		}
+		c.Close()
+	}
+}
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
@@ -204,18 +220,7 @@ func TestBlackholeDropsNewAndEstablishedConnectionsToAStoppedTarget(t *testing.T
 	a, b := newTCPBackend(t, "a"), newTCPBackend(t, "b")
 	l := startTCP(t, Faults{Blackhole: hole, LateDeregistration: 5 * time.Second}, a, b)
 	// An established connection to a, idle longer than a stop's threshold.
-	var held net.Conn
-	for held == nil {
-		c, err := net.Dial("tcp", l.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := ask(c, time.Second); got == "a" {
-			held = c
-		} else {
-			c.Close()
-		}
-	}
+	held := dialTo(t, l.Addr(), "a")
 	defer held.Close()
 	time.Sleep(600 * time.Millisecond)
 	a.ln.Close()

@@ -120,18 +120,7 @@ func TestKernelStoppedTargetRefuses(t *testing.T) {
 func TestKernelConnectionTermination(t *testing.T) {
 	backs := []*tcpBackend{newTCPBackend(t, "a"), newTCPBackend(t, "b")}
 	l := startKernel(t, Faults{ResetOnUnhealthy: true}, 40*time.Millisecond, backs...)
-	var onB net.Conn
-	for onB == nil {
-		c, err := net.Dial("tcp", l.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := ask(c, time.Second); got == "b" {
-			onB = c
-		} else {
-			c.Close()
-		}
-	}
+	onB := dialTo(t, l.Addr(), "b")
 	defer onB.Close()
 	// b's health check fails (its listener closes) but its established
 	// connection stays up on b's side: only the LB can end it.
