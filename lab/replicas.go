@@ -461,38 +461,37 @@ func (a *aggregation) syncEndpoints(ctx context.Context, g aggregated.Group) err
 		}
 	}
 	return operator.RetryTransient(ctx, func() error {
-		cur, err := kube.CoreV1().Endpoints(g.Namespace).Get(ctx, "api", metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			if _, err := kube.CoreV1().Endpoints(g.Namespace).Create(ctx, ep, metav1.CreateOptions{}); err != nil {
-				return err
-			}
-		case err != nil:
+		if err := upsert(ctx, kube.CoreV1().Endpoints(g.Namespace), ep); err != nil {
 			return err
-		default:
-			ep.ResourceVersion = cur.ResourceVersion
-			if _, err := kube.CoreV1().Endpoints(g.Namespace).Update(ctx, ep, metav1.UpdateOptions{}); err != nil {
-				return err
-			}
 		}
 		for _, s := range slices {
-			cur, err := kube.DiscoveryV1().EndpointSlices(g.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-				if _, err := kube.DiscoveryV1().EndpointSlices(g.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-					return err
-				}
-			case err != nil:
+			if err := upsert(ctx, kube.DiscoveryV1().EndpointSlices(g.Namespace), s); err != nil {
 				return err
-			default:
-				s.ResourceVersion = cur.ResourceVersion
-				if _, err := kube.DiscoveryV1().EndpointSlices(g.Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
-					return err
-				}
 			}
 		}
 		return nil
 	})
+}
+
+// objectClient is the part of a typed client-go client upsert uses.
+type objectClient[T metav1.Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// upsert creates obj, or replaces the object of its name at that object's
+// resourceVersion.
+func upsert[T metav1.Object](ctx context.Context, c objectClient[T], obj T) error {
+	cur, err := c.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = c.Create(ctx, obj, metav1.CreateOptions{})
+	case err == nil:
+		obj.SetResourceVersion(cur.GetResourceVersion())
+		_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
+	}
+	return err
 }
 
 // APIServiceStatus is one APIService's Available condition.
