@@ -5,6 +5,14 @@
 // neighbour (compare.Compare) and says where the gap appears or disappears.
 // It is how a candidate configuration fix is validated: a deregistration
 // delay, a shutdown delay, a health-check interval.
+//
+// Each point is a process of its own rather than a call into scenarios:
+// a lab run re-executes itself into a network namespace of its own
+// (lab/netns; a process enters a new one only at clone), and the kernel
+// load balancer's nftables table and conntrack event mask belong to that
+// namespace, so a point's state cannot leak into the next; and a point
+// that crashes or is killed leaves the sweep, its table and the other
+// points' folders intact.
 package sweep
 
 import (
