@@ -583,18 +583,11 @@ func (r *Replica) syncPod(ctx context.Context) error {
 	if !running {
 		state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: start, FinishedAt: metav1.NewTime(now)}}
 	}
-	want := corev1.PodStatus{
-		Phase:  corev1.PodRunning,
-		HostIP: hostIP, HostIPs: []corev1.HostIP{{IP: hostIP}},
-		PodIP: hostIP, PodIPs: []corev1.PodIP{{IP: hostIP}},
-		StartTime: &start, QOSClass: corev1.PodQOSBestEffort,
-		Conditions: podConditions(cur, started, ready, readyAt, now, ""),
-		ContainerStatuses: []corev1.ContainerStatus{{
-			Name: r.group.Component, Image: "lab.local/aggregated-apiserver:" + aggregated.Spec.Version,
-			ImageID: "lab.local/aggregated-apiserver@pid-" + strconv.Itoa(pid),
-			Ready:   ready, Started: ptr.To(running), State: state,
-		}},
-	}
+	want := runningPodStatus(hostIP, started, podConditions(cur, started, ready, readyAt, now, ""), corev1.ContainerStatus{
+		Name: r.group.Component, Image: "lab.local/aggregated-apiserver:" + aggregated.Spec.Version,
+		ImageID: "lab.local/aggregated-apiserver@pid-" + strconv.Itoa(pid),
+		Ready:   ready, Started: ptr.To(running), State: state,
+	})
 	if cur.Annotations["repro.lab/pid"] != strconv.Itoa(pid) {
 		up := cur.DeepCopy()
 		if up.Annotations == nil {
@@ -623,23 +616,8 @@ func (r *Replica) pod() *corev1.Pod {
 				"repro.lab/binary": r.lab.aggr.bin,
 			},
 		},
-		Spec: corev1.PodSpec{
-			NodeName:                      r.node.name,
-			PriorityClassName:             "system-node-critical",
-			TerminationGracePeriodSeconds: ptr.To(int64(r.lab.opts.GracePeriod / time.Second)),
-			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-			Containers: []corev1.Container{{
-				Name:    r.group.Component,
-				Image:   "lab.local/aggregated-apiserver:" + aggregated.Spec.Version,
-				Command: []string{"aggregated-apiserver", "--group=" + r.group.Name},
-				Ports:   []corev1.ContainerPort{{Name: "https", ContainerPort: int32(r.port), Protocol: corev1.ProtocolTCP}},
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(int32(r.port)), Scheme: corev1.URISchemeHTTPS}},
-					PeriodSeconds: int32(max(1, r.lab.opts.ProbeInterval/time.Second)),
-				},
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-			}},
-		},
+		Spec: r.podSpec(r.node.name, r.group.Component, "lab.local/aggregated-apiserver:"+aggregated.Spec.Version,
+			[]string{"aggregated-apiserver", "--group=" + r.group.Name}),
 	}
 }
 

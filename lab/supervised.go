@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/repro-tools/repro/lab/netproxy"
 	"github.com/repro-tools/repro/lab/proc"
@@ -384,6 +386,47 @@ func podConditions(cur *corev1.Pod, started time.Time, ready bool, readyAt, now 
 		cond(corev1.PodReady, ready, readySince),
 		cond(corev1.ContainersReady, ready, readySince),
 		cond(corev1.PodScheduled, true, started),
+	}
+}
+
+// podSpec is the spec of the process's pod on node: one container, name,
+// running image as command, its readiness probe GET /readyz on the
+// process's port every ProbeInterval.
+func (s *supervised) podSpec(node, name, image string, command []string) corev1.PodSpec {
+	return corev1.PodSpec{
+		NodeName:                      node,
+		PriorityClassName:             "system-node-critical",
+		TerminationGracePeriodSeconds: ptr.To(int64(s.lab.opts.GracePeriod / time.Second)),
+		Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		Containers: []corev1.Container{{
+			Name:    name,
+			Image:   image,
+			Command: command,
+			Ports:   []corev1.ContainerPort{{Name: "https", ContainerPort: int32(s.port), Protocol: corev1.ProtocolTCP}},
+			ReadinessProbe: &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(int32(s.port)), Scheme: corev1.URISchemeHTTPS}},
+				PeriodSeconds: int32(max(1, s.lab.opts.ProbeInterval/time.Second)),
+			},
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		}},
+	}
+}
+
+// runningPodStatus is the status of a pod on hostIP (host network: the
+// pod's IP too) running since started, with conditions conds and one
+// container, c.
+func runningPodStatus(hostIP string, started time.Time, conds []corev1.PodCondition, c corev1.ContainerStatus) corev1.PodStatus {
+	start := metav1.NewTime(started)
+	return corev1.PodStatus{
+		Phase:             corev1.PodRunning,
+		HostIP:            hostIP,
+		HostIPs:           []corev1.HostIP{{IP: hostIP}},
+		PodIP:             hostIP,
+		PodIPs:            []corev1.PodIP{{IP: hostIP}},
+		StartTime:         &start,
+		QOSClass:          corev1.PodQOSBestEffort,
+		Conditions:        conds,
+		ContainerStatuses: []corev1.ContainerStatus{c},
 	}
 }
 
