@@ -41,7 +41,6 @@ import (
 	"github.com/repro-tools/repro/lab/netproxy"
 	"github.com/repro-tools/repro/lab/operator"
 	"github.com/repro-tools/repro/lab/pki"
-	"github.com/repro-tools/repro/lab/proc"
 	"github.com/repro-tools/repro/lab/promserver"
 )
 
@@ -60,18 +59,16 @@ type Lab struct {
 	tempDir bool
 	pki     *pki.Bundle
 	kasBin  string
-	etcdBin string
 	// kubeVersion is what kasBin reports, which picks its flags.
 	kubeVersion KubeVersion
 
-	etcd    *proc.Process
-	etcdURL string
-	lb      Balancer
-	lbKind  string
-	recFile *os.File
-	// healthFile holds the load balancer's health records (LBHealthFile).
-	healthFile *os.File
-	nodes      []*Node
+	etcd   etcdMember
+	lb     Balancer
+	lbKind string
+	// lbFiles are the load balancer's connection and health records
+	// (Options.ConnRecords, LBHealthFile), closed at stop.
+	lbFiles []*os.File
+	nodes   []*Node
 
 	cfg    *rest.Config
 	client kubernetes.Interface
@@ -149,7 +146,7 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := l.startEtcd(ctx); err != nil {
+	if err := l.etcd.start(ctx, l.dir, l.log); err != nil {
 		return nil, err
 	}
 	if err := l.wire(); err != nil {
@@ -190,7 +187,7 @@ func (l *Lab) prepare(ctx context.Context) (BinaryPaths, error) {
 	if err != nil {
 		return bins, err
 	}
-	l.kasBin, l.etcdBin, l.aggr.bin = bins.KubeAPIServer, bins.Etcd, bins.Aggregated
+	l.kasBin, l.etcd.bin, l.aggr.bin = bins.KubeAPIServer, bins.Etcd, bins.Aggregated
 	l.kubeVersion = binaryVersion(ctx, l.kasBin)
 	l.log.Info("kube-apiserver", zap.String("binary", l.kasBin), zap.String("version", l.kubeVersion.String()),
 		zap.String("featureGates", featureGatesFor(l.kubeVersion.Minor)))
@@ -245,7 +242,7 @@ func (l *Lab) wire() error {
 		if err != nil {
 			return err
 		}
-		px, err := netproxy.New("etcd-"+name, "127.0.0.1:0", l.etcdAddr())
+		px, err := netproxy.New("etcd-"+name, "127.0.0.1:0", l.etcd.addr())
 		if err != nil {
 			return err
 		}
@@ -267,19 +264,22 @@ func (l *Lab) wire() error {
 		policy = lb.Faulty(opts.Faults.LB)
 	}
 	lbOpts := lb.Options{Listen: opts.Listen, Targets: targets, Health: hc, Policy: policy, Logger: l.log.Named("lb"), Kernel: l.lbKind == LBKernel}
-	var err error
 	if opts.ConnRecords != "" {
-		if l.recFile, err = os.Create(opts.ConnRecords); err != nil {
+		f, err := os.Create(opts.ConnRecords)
+		if err != nil {
 			return err
 		}
-		lbOpts.Records = l.recFile
+		l.lbFiles = append(l.lbFiles, f)
+		lbOpts.Records = f
 	}
 	// The health checker's transitions, as results.Signal lines, in a file
 	// of their own: a run copies them into its results' signals.
-	if l.healthFile, err = os.Create(filepath.Join(l.dir, LBHealthFile)); err != nil {
+	hf, err := os.Create(filepath.Join(l.dir, LBHealthFile))
+	if err != nil {
 		return err
 	}
-	lbOpts.HealthRecords = l.healthFile
+	l.lbFiles = append(l.lbFiles, hf)
+	lbOpts.HealthRecords = hf
 	lbx, err := lb.New(lbOpts)
 	if err != nil {
 		return err
@@ -467,8 +467,6 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-func (l *Lab) etcdAddr() string { return l.etcdURL[len("http://"):] }
-
 // KubeVersion is the release of the kube-apiserver the lab runs, as its
 // binary reported it.
 func (l *Lab) KubeVersion() KubeVersion { return l.kubeVersion }
@@ -605,18 +603,13 @@ func (l *Lab) Stop() error {
 		for _, r := range l.aggr.replicas {
 			errs = appendErr(errs, r.release())
 		}
-		if l.etcd != nil {
-			errs = appendErr(errs, l.etcd.Kill())
-		}
+		errs = appendErr(errs, l.etcd.kill())
 		if l.lb != nil {
 			_ = l.lb.Close()
 		}
 		l.closeKubelets()
-		if l.healthFile != nil {
-			_ = l.healthFile.Close()
-		}
-		if l.recFile != nil {
-			_ = l.recFile.Close()
+		for _, f := range l.lbFiles {
+			_ = f.Close()
 		}
 		if l.tempDir && l.dir != "" {
 			errs = appendErr(errs, os.RemoveAll(l.dir))
@@ -638,8 +631,8 @@ func (l *Lab) Done() <-chan struct{} { return l.stopped }
 
 // EtcdPID is etcd's process id.
 func (l *Lab) EtcdPID() int {
-	if l.etcd == nil {
+	if l.etcd.proc == nil {
 		return 0
 	}
-	return l.etcd.PID()
+	return l.etcd.proc.PID()
 }

@@ -159,7 +159,7 @@ func (a *aggregation) setupAggregation() error {
 			if err != nil {
 				return err
 			}
-			px, err := netproxy.New("etcd-"+g.Component+"-"+n.name, "127.0.0.1:0", l.etcdAddr())
+			px, err := netproxy.New("etcd-"+g.Component+"-"+n.name, "127.0.0.1:0", l.etcd.addr())
 			if err != nil {
 				return err
 			}
