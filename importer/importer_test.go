@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/repro-tools/repro/origin"
-	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/report/compare"
+	"github.com/repro-tools/repro/report/write"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -287,10 +287,10 @@ func TestRoundTripFromRepro(t *testing.T) {
 		ew.Write(e)
 	}
 	ew.Close()
-	if _, err := report.Rebuild(dir); err != nil {
+	if _, err := write.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}
-	tlName, bdName := report.OriginFiles(report.OriginRunID(nil, dir))
+	tlName, bdName := write.OriginFiles(write.OriginRunID(nil, dir))
 	_, ps := load(t, dir)
 	if len(ps) != 2 {
 		t.Fatalf("placements = %+v", ps)
@@ -354,7 +354,7 @@ func TestManyRunsComparedPerPattern(t *testing.T) {
 			if err := WriteFolder(d, r, mine, OutOptions{Pattern: PatternRollout}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := report.Rebuild(d); err != nil {
+			if _, err := write.Rebuild(d); err != nil {
 				t.Fatal(err)
 			}
 		}
