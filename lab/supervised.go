@@ -69,7 +69,8 @@ type ProcessLife struct {
 	// its readiness check.
 	Started time.Time `json:"started"`
 	Ready   time.Time `json:"ready,omitzero"`
-	// Terminating is when the lab sent SIGTERM; Killed is set when the grace
+	// Terminating is when the lab began to stop it (SIGTERM follows, for a
+	// replica once it left its endpoints); Killed is set when the grace
 	// period ran out and SIGKILL followed.
 	Terminating time.Time `json:"terminating,omitzero"`
 	Killed      bool      `json:"killed,omitempty"`
@@ -129,8 +130,8 @@ type launch struct {
 	bin     string
 	args    []string
 	logPath string
-	// life is the new process's record: start fills its PID, Started and
-	// Ready.
+	// life is the new process's record: start fills its PID, LogPath,
+	// Started and Ready.
 	life *ProcessLife
 	// follow, when set, copies the process's output from r to logf (closing
 	// both, then calling readers.Done) while reading it; without it the
@@ -140,7 +141,8 @@ type launch struct {
 	// record in its history.
 	record func()
 	// check is the readiness check, GET readyz answering 200 without it.
-	check  func(ctx context.Context, hc *http.Client) (int, error)
+	check func(ctx context.Context, hc *http.Client) (int, error)
+	// fields go on the process's log lines (a node's revision).
 	fields []zap.Field
 }
 
