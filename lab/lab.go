@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -575,33 +576,28 @@ func (l *Lab) Stop() error {
 		if l.events != nil {
 			l.events.close()
 		}
-		var errs []error
-		// The lab is going away: no graceful drain, SIGKILL every group.
-		var wg sync.WaitGroup
-		var mu sync.Mutex
+		// The lab is going away: no graceful drain, SIGKILL every apiserver
+		// process (every process group), all at once.
+		var procs []*supervised
 		for _, n := range l.nodes {
+			procs = append(procs, &n.supervised)
+		}
+		for _, r := range l.aggr.replicas {
+			procs = append(procs, &r.supervised)
+		}
+		kills := make([]error, len(procs))
+		var wg sync.WaitGroup
+		for i, p := range procs {
 			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := n.kill(); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}()
+			go func() { defer wg.Done(); kills[i] = p.kill() }()
 		}
 		wg.Wait()
-		for _, r := range l.aggr.replicas {
-			errs = appendErr(errs, r.kill())
-		}
+		errs := slices.DeleteFunc(kills, func(err error) bool { return err == nil })
 		l.bg.Wait()
 		// The installer may have started a process between the first pass
 		// and its own exit: kill again now that nothing else starts any.
-		for _, n := range l.nodes {
-			errs = appendErr(errs, n.release())
-		}
-		for _, r := range l.aggr.replicas {
-			errs = appendErr(errs, r.release())
+		for _, p := range procs {
+			errs = appendErr(errs, p.release())
 		}
 		errs = appendErr(errs, l.etcd.kill())
 		if l.lb != nil {
