@@ -108,19 +108,15 @@ func WriteIntervals(w io.Writer, sets ...[]origin.Interval) error {
 // backend-disruption_<run id>.json rounds (origin.BackendDisruptionFor).
 // LoadBalancerType, Protocol and TargetAPI default as origin's apiserver
 // backends do ("external-lb", "http1", the backend name); a poller with a
-// vantage names its own load balancer. loadBalancerType "" means
-// "external-lb".
-func BackendDisruptionFor(a *report.Analysis, loadBalancerType string) *origin.BackendDisruptionList {
-	if loadBalancerType == "" {
-		loadBalancerType = "external-lb"
-	}
+// vantage names its own load balancer.
+func BackendDisruptionFor(a *report.Analysis) *origin.BackendDisruptionList {
 	out := &origin.BackendDisruptionList{BackendDisruptions: map[string]*origin.BackendDisruption{}}
 	for _, p := range a.Pollers {
 		proto := "http1"
 		if p.HTTP2 || p.Protocol == "HTTP/2.0" {
 			proto = "http2"
 		}
-		lb := loadBalancerType
+		lb := "external-lb"
 		if p.Vantage != "" {
 			lb = report.OriginBackend(p.Name, p.Backend, p.Connection, p.HTTP2, p.Vantage, p.Target).LoadBalancer
 		}

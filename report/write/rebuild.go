@@ -89,7 +89,7 @@ func Rebuild(dir string, opts ...RebuildOption) (*report.Analysis, error) {
 	buf.Reset()
 	// Each poller's load balancer is its vantage (PollerSummary.Vantage,
 	// from its samples); the others are origin's external-lb.
-	if err := WriteBackendDisruption(&buf, BackendDisruptionFor(a, "")); err != nil {
+	if err := WriteBackendDisruption(&buf, BackendDisruptionFor(a)); err != nil {
 		return nil, err
 	}
 	if err := f.WriteFile(results.BackendDisruptionFile, buf.Bytes()); err != nil {

@@ -93,7 +93,7 @@ func TestGoldenIntervals(t *testing.T) {
 func TestGoldenBackendDisruption(t *testing.T) {
 	a := report.Analyze(fixture())
 	var buf bytes.Buffer
-	if err := write.WriteBackendDisruption(&buf, write.BackendDisruptionFor(a, "")); err != nil {
+	if err := write.WriteBackendDisruption(&buf, write.BackendDisruptionFor(a)); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "backend-disruption.json.golden", buf.Bytes())
