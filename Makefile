@@ -29,7 +29,7 @@ build:
 	$(GO) build -o bin/repro ./cmd/repro
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./prober/ ./report/
+	$(GO) test -run '^$$' -bench . -benchmem ./prober/ ./report/write/
 
 # bench-vs-vegeta: the prober against vegeta (in-process, same local TLS
 # server in another process, 600 req/s over HTTP/1.1, half on new

@@ -223,9 +223,9 @@ func phases(min float64, ps ...string) Check {
 		}
 		// The phase of the apiserver failed requests went to, when known;
 		// otherwise that of the node being rolled when each interval began.
-		counts, what := f.ServedPhases, "failed requests' apiservers"
+		counts, what, served := f.ServedPhases, "failed requests' apiservers", true
 		if len(counts) == 0 {
-			counts, what = f.Phases, "intervals' rolled nodes"
+			counts, what, served = f.Phases, "intervals' rolled nodes", false
 		}
 		var n, total int64
 		for p, c := range counts {
@@ -237,7 +237,11 @@ func phases(min float64, ps ...string) Check {
 			}
 		}
 		s := ratio(n, total)
-		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of %s %s (%d of %d; all: %s)", pct(s), what, strings.Join(ps, "/"), n, total, countList(counts))}
+		evidence := fmt.Sprintf("%s of %s %s (%d of %d; all: %s)", pct(s), what, strings.Join(ps, "/"), n, total, countList(counts))
+		if served {
+			evidence += known(f, total)
+		}
+		return outcome{ok: s >= min, share: s, evidence: evidence}
 	}}
 }
 
@@ -261,7 +265,7 @@ func sigterm(min float64, early bool) Check {
 			total += n
 		}
 		s := ratio(f.AfterSIGTERM[key], total)
-		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of failed requests %s (%s; detection %s, %s)", pct(s), words, countList(f.AfterSIGTERM), f.Detection, f.DetectionFrom)}
+		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of failed requests %s (%s; detection %s, %s)%s", pct(s), words, countList(f.AfterSIGTERM), f.Detection, f.DetectionFrom, known(f, total))}
 	}}
 }
 
@@ -297,8 +301,19 @@ func servedByRolled(min float64) Check {
 			return outcome{missing: MissingServedBy}
 		}
 		s := ratio(f.ToRolled, f.ToRolled+f.ToOther)
-		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of failed requests went to the rolled node (%d of %d; %s)", pct(s), f.ToRolled, f.ToRolled+f.ToOther, countList(f.Servers))}
+		return outcome{ok: s >= min, share: s, evidence: fmt.Sprintf("%s of failed requests went to the rolled node (%d of %d; %s)%s", pct(s), f.ToRolled, f.ToRolled+f.ToOther, countList(f.Servers), known(f, f.ToRolled+f.ToOther))}
 	}}
+}
+
+// known says, when a figure on the failed requests' apiservers rests on
+// fewer than all of them, how many it rests on: the lab LB's records and
+// attribution name the apiserver of only some (a refused request reaches
+// none, so its audit log cannot).
+func known(f *Figures, n int64) string {
+	if n >= f.Failures {
+		return ""
+	}
+	return fmt.Sprintf("; the apiserver is known for %d of %d failed requests", n, f.Failures)
 }
 
 func servedByOne(min float64) Check {

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/write"
 )
 
 // Verdicts of one mechanism against one folder.
@@ -287,9 +287,9 @@ func WriteText(w io.Writer, r *Result) error {
 }
 
 // Register the diagnosis as the last section of every summary.txt that
-// report.Rebuild writes in a binary that links this package.
+// write.Rebuild writes in a binary that links this package.
 func init() {
-	report.AddSummarySection("Diagnosis", func(dir string, w io.Writer) error {
+	write.AddSummarySection("Diagnosis", func(dir string, w io.Writer) error {
 		r, err := Diagnose(dir)
 		if err != nil {
 			return err

@@ -11,6 +11,8 @@ import (
 	"github.com/repro-tools/repro/internal/testkit"
 	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/htmlreport"
+	"github.com/repro-tools/repro/report/write"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -333,11 +335,11 @@ func TestCatalogue(t *testing.T) {
 	}
 }
 
-// report.Rebuild ends summary.txt with the diagnosis and shows it in
+// write.Rebuild ends summary.txt with the diagnosis and shows it in
 // report.html, in any binary that links this package.
 func TestRebuildCarriesTheDiagnosis(t *testing.T) {
 	dir := copyFolder(t, filepath.Join("testdata", "short-shutdown-delay"))
-	if _, err := report.Rebuild(dir); err != nil {
+	if _, err := write.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}
 	r, err := Diagnose(dir)
@@ -355,7 +357,7 @@ func TestRebuildCarriesTheDiagnosis(t *testing.T) {
 	if !strings.HasSuffix(string(summary), want.String()) {
 		t.Fatalf("summary.txt does not end with the diagnosis:\n%s", summary)
 	}
-	page, err := os.ReadFile(filepath.Join(dir, report.HTMLFile))
+	page, err := os.ReadFile(filepath.Join(dir, htmlreport.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}

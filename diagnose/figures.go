@@ -514,7 +514,7 @@ func (f *Figures) sinceSIGTERM(tl *report.Timeline, node string, t time.Time) st
 // placements reads placements.json; a folder with a timeline but no
 // placements.json (never rebuilt) is placed here, without apiservers.
 func placements(f *results.Folder, a *report.Analysis, tl *report.Timeline) ([]report.Placement, error) {
-	b, err := os.ReadFile(f.Path(report.PlacementsFile))
+	b, err := os.ReadFile(f.Path(results.PlacementsFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		if len(tl.Events) == 0 {
 			return nil, nil
@@ -528,7 +528,7 @@ func placements(f *results.Folder, a *report.Analysis, tl *report.Timeline) ([]r
 		Placements []report.Placement `json:"placements"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %v; rebuild it with repro report %s", f.Path(report.PlacementsFile), err, f.Dir())
+		return nil, fmt.Errorf("%s: %v; rebuild it with repro report %s", f.Path(results.PlacementsFile), err, f.Dir())
 	}
 	return doc.Placements, nil
 }

@@ -499,7 +499,7 @@ const CIRunFile = "ci-run.json"
 // WriteFolder writes (the run's files are read again, as the analysis let
 // their intervals go), the evidence as results.SignalsFile, and the run's
 // labels and windows as CIRunFile. The caller then rebuilds the derived
-// files with report.Rebuild, as for any imported folder.
+// files with write.Rebuild, as for any imported folder.
 func WriteCIFolder(dir string, rr *CIRunReport, o OutOptions) error {
 	r := rr.Run.Run
 	files := make([]File, 0, len(r.Files))

@@ -12,6 +12,7 @@ import (
 	"github.com/repro-tools/repro/internal/testkit"
 	"github.com/repro-tools/repro/origin"
 	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/write"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -34,10 +35,10 @@ func TestRunStartsAtItsFirstInterval(t *testing.T) {
 	if err := WriteFolder(out, runs[0], ps, OutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := report.Rebuild(out); err != nil {
+	if _, err := write.Rebuild(out); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(out, report.PlacementsFile))
+	data, err := os.ReadFile(filepath.Join(out, results.PlacementsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,10 +144,10 @@ func TestOwnTimelinesAgreeWithBackendDisruption(t *testing.T) {
 		ss = append(ss, s)
 	}
 	testkit.WriteJSONL(t, f.Path(results.SamplesFile), ss)
-	if _, err := report.Rebuild(dir); err != nil {
+	if _, err := write.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}
-	tlName, bdName := report.OriginFiles(report.OriginRunID(nil, dir))
+	tlName, bdName := write.OriginFiles(write.OriginRunID(nil, dir))
 	ivs, err := origin.ReadFile(filepath.Join(dir, tlName))
 	if err != nil {
 		t.Fatal(err)

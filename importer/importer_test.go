@@ -11,8 +11,8 @@ import (
 
 	"github.com/repro-tools/repro/internal/testkit"
 	"github.com/repro-tools/repro/origin"
-	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/report/compare"
+	"github.com/repro-tools/repro/report/write"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -279,10 +279,10 @@ func TestRoundTripFromRepro(t *testing.T) {
 		{Time: t0.Add(9 * time.Second), Kind: results.KindClusterEvent, Node: "master-0", Reason: "ShutdownInitiated", Message: "shutting down"},
 		{Time: t0.Add(20 * time.Second), Kind: results.KindClusterEvent, Node: "master-0", Reason: "TerminationGracefulTerminationFinished", Message: "done"},
 	})
-	if _, err := report.Rebuild(dir); err != nil {
+	if _, err := write.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}
-	tlName, bdName := report.OriginFiles(report.OriginRunID(nil, dir))
+	tlName, bdName := write.OriginFiles(write.OriginRunID(nil, dir))
 	_, ps := load(t, dir)
 	if len(ps) != 2 {
 		t.Fatalf("placements = %+v", ps)
@@ -346,7 +346,7 @@ func TestManyRunsComparedPerPattern(t *testing.T) {
 			if err := WriteFolder(d, r, mine, OutOptions{Pattern: PatternRollout}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := report.Rebuild(d); err != nil {
+			if _, err := write.Rebuild(d); err != nil {
 				t.Fatal(err)
 			}
 		}

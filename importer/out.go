@@ -214,7 +214,7 @@ type OutOptions struct {
 // termination events (each cluster of windows one rollout iteration,
 // revision unknown and numbered by the iteration), run.json saying so, and
 // import-placements.json. The caller then rebuilds the derived files with
-// report.Rebuild.
+// write.Rebuild (package report/write).
 func WriteFolder(dir string, r Run, ps []Placement, o OutOptions) error {
 	f, err := results.Create(dir)
 	if err != nil {

@@ -16,10 +16,31 @@ import (
 	"github.com/repro-tools/repro/lab/proc"
 )
 
-// startEtcd runs one etcd member on loopback. One member is enough: the lab
-// studies the apiservers' rollout, and every apiserver reaches etcd through
-// its own proxy, which is where a per-node etcd fault belongs.
-func (l *Lab) startEtcd(ctx context.Context) error {
+// etcdMember is the lab's etcd: one member on loopback. One member is
+// enough: the lab studies the apiservers' rollout, and every apiserver
+// reaches etcd through its own proxy, which is where a per-node etcd fault
+// belongs.
+type etcdMember struct {
+	bin string
+	// url is its client URL, proc the process (nil until started).
+	url  string
+	proc *proc.Process
+}
+
+// addr is the member's client address (host:port).
+func (e *etcdMember) addr() string { return e.url[len("http://"):] }
+
+// kill SIGKILLs the member at lab stop.
+func (e *etcdMember) kill() error {
+	if e.proc == nil {
+		return nil
+	}
+	return e.proc.Kill()
+}
+
+// start runs the member with its data and log under dir and waits until it
+// is healthy.
+func (e *etcdMember) start(ctx context.Context, dir string, log *zap.Logger) error {
 	clientPort, err := freePort()
 	if err != nil {
 		return err
@@ -28,19 +49,19 @@ func (l *Lab) startEtcd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.etcdURL = "http://127.0.0.1:" + strconv.Itoa(clientPort)
+	e.url = "http://127.0.0.1:" + strconv.Itoa(clientPort)
 	peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	logPath := filepath.Join(l.dir, "logs", "etcd.log")
+	logPath := filepath.Join(dir, "logs", "etcd.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(l.etcdBin,
+	cmd := exec.Command(e.bin,
 		"--name=lab",
-		"--data-dir="+filepath.Join(l.dir, "etcd"),
-		"--listen-client-urls="+l.etcdURL,
-		"--advertise-client-urls="+l.etcdURL,
+		"--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+e.url,
+		"--advertise-client-urls="+e.url,
 		"--listen-peer-urls="+peer,
 		"--initial-advertise-peer-urls="+peer,
 		"--initial-cluster=lab="+peer,
@@ -54,17 +75,17 @@ func (l *Lab) startEtcd(ctx context.Context) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	p, err := proc.Start(cmd)
 	if err != nil {
-		return fmt.Errorf("starting etcd %s: %w", l.etcdBin, err)
+		return fmt.Errorf("starting etcd %s: %w", e.bin, err)
 	}
-	l.etcd = p
+	e.proc = p
 	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{}, DisableKeepAlives: true}}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := hc.Get(l.etcdURL + "/health")
+		resp, err := hc.Get(e.url + "/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				l.log.Info("etcd is ready", zap.String("url", l.etcdURL), zap.Int("pid", p.PID()))
+				log.Info("etcd is ready", zap.String("url", e.url), zap.Int("pid", p.PID()))
 				return nil
 			}
 		}

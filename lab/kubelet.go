@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
 
@@ -51,14 +50,15 @@ func podHash(node string, rev int32, started time.Time) string {
 	return hex.EncodeToString(h[:])[:32]
 }
 
-// kubeletLoop keeps the mirror pod kube-apiserver-<node> in line with the
-// node's process: created when a process starts, status updated as
-// readiness changes, deleted once the process has exited (a static pod's
-// mirror is replaced, not updated, when its revision changes; OpenShift
-// clients see the pod vanish and reappear with a new uid and revision).
-func (n *Node) kubeletLoop(ctx context.Context) {
+// startLoops starts the node's readiness probe and its kubelet, which
+// keeps the mirror pod kube-apiserver-<node> in line with the node's
+// process: created when a process starts, status updated as readiness
+// changes, deleted once the process has exited (a static pod's mirror is
+// replaced, not updated, when its revision changes; OpenShift clients see
+// the pod vanish and reappear with a new uid and revision).
+func (n *Node) startLoops() {
 	var cur *corev1.Pod // last pod written or read; re-read after a failure
-	n.supervised.kubeletLoop(ctx, "mirror pod", func(ctx context.Context) error {
+	n.supervised.startLoops("mirror pod", func(ctx context.Context) error {
 		var err error
 		cur, err = n.syncPod(ctx, cur)
 		return err
@@ -130,48 +130,30 @@ func (n *Node) mirrorPod(d desiredPod) *corev1.Pod {
 				"repro.lab/binary":            n.lab.kasBin,
 			},
 		},
-		Spec: corev1.PodSpec{
-			NodeName:                      n.name,
-			HostNetwork:                   true,
-			PriorityClassName:             "system-node-critical",
-			TerminationGracePeriodSeconds: ptr.To(int64(n.lab.opts.GracePeriod / time.Second)),
-			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-			Containers: []corev1.Container{{
-				Name:    "kube-apiserver",
-				Image:   "lab.local/kube-apiserver:v1.34.4",
-				Command: []string{"kube-apiserver"},
-				Ports:   []corev1.ContainerPort{{Name: "https", ContainerPort: int32(n.port), HostPort: int32(n.port), Protocol: corev1.ProtocolTCP}},
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(int32(n.port)), Scheme: corev1.URISchemeHTTPS}},
-					PeriodSeconds:    int32(max(1, n.lab.opts.ProbeInterval/time.Second)),
-					FailureThreshold: 1,
-				},
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-			}},
-		},
+		Spec: n.mirrorPodSpec(),
 	}
 }
 
+// mirrorPodSpec is the static pod's: on the host network, its port a host
+// port, unready after one failed probe.
+func (n *Node) mirrorPodSpec() corev1.PodSpec {
+	spec := n.podSpec(n.name, "kube-apiserver", "lab.local/kube-apiserver:v1.34.4", []string{"kube-apiserver"})
+	spec.HostNetwork = true
+	c := &spec.Containers[0]
+	c.Ports[0].HostPort = int32(n.port)
+	c.ReadinessProbe.FailureThreshold = 1
+	return spec
+}
+
 func (n *Node) podStatus(d desiredPod, cur *corev1.Pod) corev1.PodStatus {
-	start := metav1.NewTime(d.started)
-	return corev1.PodStatus{
-		Phase:      corev1.PodRunning,
-		HostIP:     "127.0.0.1",
-		HostIPs:    []corev1.HostIP{{IP: "127.0.0.1"}},
-		PodIP:      "127.0.0.1",
-		PodIPs:     []corev1.PodIP{{IP: "127.0.0.1"}},
-		StartTime:  &start,
-		QOSClass:   corev1.PodQOSBestEffort,
-		Conditions: podConditions(cur, d.started, d.ready, d.readyAt, time.Now(), "kube-apiserver"),
-		ContainerStatuses: []corev1.ContainerStatus{{
-			Name:    "kube-apiserver",
-			Image:   "lab.local/kube-apiserver:v1.34.4",
-			ImageID: "lab.local/kube-apiserver@" + d.hash,
-			Ready:   d.ready,
-			Started: ptr.To(true),
-			State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: start}},
-		}},
-	}
+	return runningPodStatus("127.0.0.1", d.started, podConditions(cur, d.started, d.ready, d.readyAt, time.Now(), "kube-apiserver"), corev1.ContainerStatus{
+		Name:    "kube-apiserver",
+		Image:   "lab.local/kube-apiserver:v1.34.4",
+		ImageID: "lab.local/kube-apiserver@" + d.hash,
+		Ready:   d.ready,
+		Started: ptr.To(true),
+		State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(d.started)}},
+	})
 }
 
 func podStatusEqual(a, b corev1.PodStatus) bool {

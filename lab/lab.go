@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -41,7 +42,6 @@ import (
 	"github.com/repro-tools/repro/lab/netproxy"
 	"github.com/repro-tools/repro/lab/operator"
 	"github.com/repro-tools/repro/lab/pki"
-	"github.com/repro-tools/repro/lab/proc"
 	"github.com/repro-tools/repro/lab/promserver"
 )
 
@@ -60,18 +60,16 @@ type Lab struct {
 	tempDir bool
 	pki     *pki.Bundle
 	kasBin  string
-	etcdBin string
 	// kubeVersion is what kasBin reports, which picks its flags.
 	kubeVersion KubeVersion
 
-	etcd    *proc.Process
-	etcdURL string
-	lb      Balancer
-	lbKind  string
-	recFile *os.File
-	// healthFile holds the load balancer's health records (LBHealthFile).
-	healthFile *os.File
-	nodes      []*Node
+	etcd   etcdMember
+	lb     Balancer
+	lbKind string
+	// lbFiles are the load balancer's connection and health records
+	// (Options.ConnRecords, LBHealthFile), closed at stop.
+	lbFiles []*os.File
+	nodes   []*Node
 
 	cfg    *rest.Config
 	client kubernetes.Interface
@@ -149,7 +147,7 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := l.startEtcd(ctx); err != nil {
+	if err := l.etcd.start(ctx, l.dir, l.log); err != nil {
 		return nil, err
 	}
 	if err := l.wire(); err != nil {
@@ -190,7 +188,7 @@ func (l *Lab) prepare(ctx context.Context) (BinaryPaths, error) {
 	if err != nil {
 		return bins, err
 	}
-	l.kasBin, l.etcdBin, l.aggr.bin = bins.KubeAPIServer, bins.Etcd, bins.Aggregated
+	l.kasBin, l.etcd.bin, l.aggr.bin = bins.KubeAPIServer, bins.Etcd, bins.Aggregated
 	l.kubeVersion = binaryVersion(ctx, l.kasBin)
 	l.log.Info("kube-apiserver", zap.String("binary", l.kasBin), zap.String("version", l.kubeVersion.String()),
 		zap.String("featureGates", featureGatesFor(l.kubeVersion.Minor)))
@@ -245,7 +243,7 @@ func (l *Lab) wire() error {
 		if err != nil {
 			return err
 		}
-		px, err := netproxy.New("etcd-"+name, "127.0.0.1:0", l.etcdAddr())
+		px, err := netproxy.New("etcd-"+name, "127.0.0.1:0", l.etcd.addr())
 		if err != nil {
 			return err
 		}
@@ -267,19 +265,22 @@ func (l *Lab) wire() error {
 		policy = lb.Faulty(opts.Faults.LB)
 	}
 	lbOpts := lb.Options{Listen: opts.Listen, Targets: targets, Health: hc, Policy: policy, Logger: l.log.Named("lb"), Kernel: l.lbKind == LBKernel}
-	var err error
 	if opts.ConnRecords != "" {
-		if l.recFile, err = os.Create(opts.ConnRecords); err != nil {
+		f, err := os.Create(opts.ConnRecords)
+		if err != nil {
 			return err
 		}
-		lbOpts.Records = l.recFile
+		l.lbFiles = append(l.lbFiles, f)
+		lbOpts.Records = f
 	}
 	// The health checker's transitions, as results.Signal lines, in a file
 	// of their own: a run copies them into its results' signals.
-	if l.healthFile, err = os.Create(filepath.Join(l.dir, LBHealthFile)); err != nil {
+	hf, err := os.Create(filepath.Join(l.dir, LBHealthFile))
+	if err != nil {
 		return err
 	}
-	lbOpts.HealthRecords = l.healthFile
+	l.lbFiles = append(l.lbFiles, hf)
+	lbOpts.HealthRecords = hf
 	lbx, err := lb.New(lbOpts)
 	if err != nil {
 		return err
@@ -467,8 +468,6 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-func (l *Lab) etcdAddr() string { return l.etcdURL[len("http://"):] }
-
 // KubeVersion is the release of the kube-apiserver the lab runs, as its
 // binary reported it.
 func (l *Lab) KubeVersion() KubeVersion { return l.kubeVersion }
@@ -577,50 +576,36 @@ func (l *Lab) Stop() error {
 		if l.events != nil {
 			l.events.close()
 		}
-		var errs []error
-		// The lab is going away: no graceful drain, SIGKILL every group.
-		var wg sync.WaitGroup
-		var mu sync.Mutex
+		// The lab is going away: no graceful drain, SIGKILL every apiserver
+		// process (every process group), all at once.
+		var procs []*supervised
 		for _, n := range l.nodes {
+			procs = append(procs, &n.supervised)
+		}
+		for _, r := range l.aggr.replicas {
+			procs = append(procs, &r.supervised)
+		}
+		kills := make([]error, len(procs))
+		var wg sync.WaitGroup
+		for i, p := range procs {
 			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := n.kill(); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}()
+			go func() { defer wg.Done(); kills[i] = p.kill() }()
 		}
 		wg.Wait()
-		for _, r := range l.aggr.replicas {
-			errs = appendErr(errs, r.kill())
-		}
+		errs := slices.DeleteFunc(kills, func(err error) bool { return err == nil })
 		l.bg.Wait()
 		// The installer may have started a process between the first pass
 		// and its own exit: kill again now that nothing else starts any.
-		for _, n := range l.nodes {
-			errs = appendErr(errs, n.kill())
+		for _, p := range procs {
+			errs = appendErr(errs, p.release())
 		}
-		errs = append(errs, l.aggr.stopReplicas()...)
-		for _, n := range l.nodes {
-			n.wait()
-			if n.proxy != nil {
-				_ = n.proxy.Close()
-			}
-		}
-		if l.etcd != nil {
-			errs = appendErr(errs, l.etcd.Kill())
-		}
+		errs = appendErr(errs, l.etcd.kill())
 		if l.lb != nil {
 			_ = l.lb.Close()
 		}
 		l.closeKubelets()
-		if l.healthFile != nil {
-			_ = l.healthFile.Close()
-		}
-		if l.recFile != nil {
-			_ = l.recFile.Close()
+		for _, f := range l.lbFiles {
+			_ = f.Close()
 		}
 		if l.tempDir && l.dir != "" {
 			errs = appendErr(errs, os.RemoveAll(l.dir))
@@ -642,8 +627,8 @@ func (l *Lab) Done() <-chan struct{} { return l.stopped }
 
 // EtcdPID is etcd's process id.
 func (l *Lab) EtcdPID() int {
-	if l.etcd == nil {
+	if l.etcd.proc == nil {
 		return 0
 	}
-	return l.etcd.PID()
+	return l.etcd.proc.PID()
 }

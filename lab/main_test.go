@@ -14,6 +14,10 @@ import (
 // kernel load balancer; elsewhere they run on the Go proxy. The lab's
 // binaries are built first, out here: the namespace has no network.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == supervisedChildArg {
+		supervisedChild(os.Args[2:])
+		return
+	}
 	if !netns.Inside() {
 		o := DefaultOptions()
 		o.BuildProgress = os.Stderr

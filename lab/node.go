@@ -7,17 +7,14 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/repro-tools/repro/lab/netproxy"
-	"github.com/repro-tools/repro/lab/proc"
 )
 
 // Node is one control-plane node: a kube-apiserver process on its own
@@ -26,11 +23,10 @@ type Node struct {
 	supervised
 	name string
 
-	cur      *ProcessRecord
-	history  []*ProcessRecord
-	warm     bool
-	loopsRun bool
-	readers  sync.WaitGroup
+	// cur is the running (or last) process's record; history every one.
+	cur     *ProcessRecord
+	history []*ProcessRecord
+	warm    bool
 	// kubelet is the node's /logs/ endpoint (nil without one).
 	kubelet *kubeletEndpoint
 }
@@ -39,20 +35,12 @@ type Node struct {
 type ProcessRecord struct {
 	Node     string `json:"node"`
 	Revision int32  `json:"revision"`
-	PID      int    `json:"pid"`
-	LogPath  string `json:"logPath"`
-	// Started is when the process was exec'd; Ready when /readyz first
-	// answered 200; Warmed when its CRD storage had been warmed and it
-	// entered the load balancer's service.
-	Started time.Time `json:"started"`
-	Ready   time.Time `json:"ready,omitzero"`
-	Warmed  time.Time `json:"warmed,omitzero"`
-	// Terminating is when the lab sent SIGTERM; Killed is set when the grace
-	// period ran out and SIGKILL followed.
-	Terminating time.Time `json:"terminating,omitzero"`
-	Killed      bool      `json:"killed,omitempty"`
-	Exited      time.Time `json:"exited,omitzero"`
-	ExitStatus  string    `json:"exitStatus,omitempty"`
+	// ProcessLife is its pid, log, start, readiness (/readyz first
+	// answered 200) and termination.
+	ProcessLife
+	// Warmed is when its CRD storage had been warmed and it entered the
+	// load balancer's service.
+	Warmed time.Time `json:"warmed,omitzero"`
 	// Lifecycle lists the graceful-termination events read from the
 	// apiserver's log, with the time the lab read each line.
 	Lifecycle []LifecycleEvent `json:"lifecycle,omitempty"`
@@ -72,7 +60,9 @@ type LifecycleEvent struct {
 }
 
 func newNode(l *Lab, name string, port int, px *netproxy.Proxy) *Node {
-	return &Node{supervised: newSupervised(l, port, px, l.log.With(zap.String("node", name))), name: name}
+	url := "https://127.0.0.1:" + strconv.Itoa(port)
+	return &Node{name: name, supervised: newSupervised(l, port, px, l.log.With(zap.String("node", name)),
+		name+": kube-apiserver", "kube-apiserver", url+"/readyz")}
 }
 
 // Name is the node name, e.g. master-0.
@@ -153,86 +143,24 @@ func (n *Node) args() []string {
 }
 
 // start execs the apiserver for rev and waits until /readyz answers 200.
-// Warming (which needs the CRDs to exist) is separate.
+// Warming (which needs the CRDs to exist) is separate. Its output goes
+// through readLog, for its graceful-termination lines.
 func (n *Node) start(ctx context.Context, rev int32) error {
 	n.mu.Lock()
 	seq := len(n.history) + 1
 	n.mu.Unlock()
-	logPath := filepath.Join(n.lab.dir, "logs", fmt.Sprintf("kube-apiserver-%s-r%d-%d.log", n.name, rev, seq))
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		logf.Close()
-		return err
-	}
-	if err := n.lab.ctx.Err(); err != nil {
-		pr.Close()
-		pw.Close()
-		logf.Close()
-		return fmt.Errorf("%s: lab is stopping", n.name)
-	}
-	cmd := exec.Command(n.lab.kasBin, n.args()...)
-	cmd.Stdout, cmd.Stderr = pw, pw
-	rec := &ProcessRecord{Node: n.name, Revision: rev, LogPath: logPath, Started: time.Now()}
-	p, err := proc.Start(cmd)
-	pw.Close()
-	if err != nil {
-		pr.Close()
-		logf.Close()
-		return fmt.Errorf("%s: starting kube-apiserver %s: %w", n.name, n.lab.kasBin, err)
-	}
-	rec.PID = p.PID()
-	n.mu.Lock()
-	n.proc, n.cur, n.warm, n.ready = p, rec, false, false
-	n.history = append(n.history, rec)
-	n.mu.Unlock()
-	n.readers.Add(1)
-	go n.readLog(pr, logf, rec)
-	n.notify()
-	n.log.Info("kube-apiserver started", zap.Int32("revision", rev), zap.Int("pid", rec.PID), zap.String("log", logPath))
-
-	if err := n.waitReady(ctx, p, rec); err != nil {
-		return err
-	}
-	return nil
-}
-
-func (n *Node) waitReady(ctx context.Context, p *proc.Process, rec *ProcessRecord) error {
-	hc := n.lab.httpClient(false, time.Second)
-	deadline := time.NewTimer(n.lab.opts.StartTimeout)
-	defer deadline.Stop()
-	last := ""
-	for {
-		resp, err := hc.Get(n.URL() + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			last = strconv.Itoa(resp.StatusCode)
-			if resp.StatusCode == http.StatusOK {
-				n.mu.Lock()
-				rec.Ready = time.Now()
-				n.ready = true
-				n.mu.Unlock()
-				n.notify()
-				n.log.Info("kube-apiserver ready", zap.Int32("revision", rec.Revision), zap.Duration("after", rec.Ready.Sub(rec.Started).Round(time.Millisecond)))
-				return nil
-			}
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-p.Exited():
-			n.readers.Wait()
-			return fmt.Errorf("%s: kube-apiserver exited at start (%s); last lines of %s:\n%s", n.name, p.ExitStatus(), rec.LogPath, proc.Tail(rec.LogPath, 15))
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return fmt.Errorf("%s: kube-apiserver not ready after %s (last /readyz: %s); last lines of %s:\n%s", n.name, n.lab.opts.StartTimeout, last, rec.LogPath, proc.Tail(rec.LogPath, 15))
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	rec := &ProcessRecord{Node: n.name, Revision: rev}
+	return n.supervised.start(ctx, launch{
+		bin: n.lab.kasBin, args: n.args(),
+		logPath: filepath.Join(n.lab.dir, "logs", fmt.Sprintf("kube-apiserver-%s-r%d-%d.log", n.name, rev, seq)),
+		life:    &rec.ProcessLife,
+		follow:  func(r io.ReadCloser, logf *os.File) { n.readLog(r, logf, rec) },
+		record: func() {
+			n.cur, n.warm = rec, false
+			n.history = append(n.history, rec)
+		},
+		fields: []zap.Field{zap.Int32("revision", rev)},
+	})
 }
 
 // warmPaths are the CRD-served resources whose storage a restarted
@@ -352,36 +280,6 @@ func (n *Node) readLog(r io.ReadCloser, logf *os.File, rec *ProcessRecord) {
 	}
 }
 
-// terminate stops the running apiserver the way the kubelet does: SIGTERM,
-// then SIGKILL after the grace period.
-func (n *Node) terminate() error {
-	n.mu.Lock()
-	p, rec := n.proc, n.cur
-	if p == nil {
-		n.mu.Unlock()
-		return nil
-	}
-	rec.Terminating = time.Now()
-	n.mu.Unlock()
-	n.log.Info("sending SIGTERM", zap.Int("pid", p.PID()), zap.Int32("revision", rec.Revision), zap.Duration("grace", n.lab.opts.GracePeriod))
-	killed, err := p.Terminate(n.lab.opts.GracePeriod)
-	n.readers.Wait()
-	n.mu.Lock()
-	rec.Killed = killed
-	rec.Exited = p.ExitedAt()
-	rec.ExitStatus = p.ExitStatus()
-	n.proc = nil
-	n.warm = false
-	n.ready = false
-	n.mu.Unlock()
-	n.notify()
-	if killed {
-		n.log.Warn("kube-apiserver did not exit within the grace period: SIGKILLed", zap.Int("pid", rec.PID))
-	}
-	n.log.Info("kube-apiserver exited", zap.String("status", rec.ExitStatus), zap.Duration("afterSIGTERM", rec.Exited.Sub(rec.Terminating).Round(time.Millisecond)))
-	return err
-}
-
 // rollTo replaces the running apiserver with one at rev: the kubelet's part
 // of a static pod revision change.
 func (n *Node) rollTo(ctx context.Context, rev int32) error {
@@ -402,32 +300,4 @@ func (n *Node) rollTo(ctx context.Context, rev int32) error {
 	}
 	n.lab.rejoined(n)
 	return nil
-}
-
-func (n *Node) wait() { n.readers.Wait() }
-
-// startLoops starts the node's readiness probe and its kubelet (pod status).
-func (n *Node) startLoops() {
-	n.mu.Lock()
-	if n.loopsRun {
-		n.mu.Unlock()
-		return
-	}
-	n.loopsRun = true
-	n.mu.Unlock()
-	n.lab.bg.Add(2)
-	go func() { defer n.lab.bg.Done(); n.probeLoop(n.lab.ctx) }()
-	go func() { defer n.lab.bg.Done(); n.kubeletLoop(n.lab.ctx) }()
-}
-
-// probeLoop is the pod's readiness probe: /readyz every ProbeInterval
-// while a process runs.
-func (n *Node) probeLoop(ctx context.Context) {
-	n.supervised.probeLoop(ctx, n.URL()+"/readyz",
-		func() bool { return n.proc != nil },
-		func(ok bool) bool {
-			changed := ok != n.ready
-			n.ready = ok
-			return changed
-		}, nil)
 }

@@ -27,7 +27,7 @@ func (l *Lab) startPrometheus(ctx context.Context, bin string) error {
 	for _, n := range l.nodes {
 		api.Targets = append(api.Targets, promserver.Target{Addr: n.addr(), Labels: map[string]string{"node": n.name}})
 	}
-	jobs := []promserver.Job{api, {Name: "etcd", Scheme: "http", Targets: []promserver.Target{{Addr: l.etcdAddr()}}}}
+	jobs := []promserver.Job{api, {Name: "etcd", Scheme: "http", Targets: []promserver.Target{{Addr: l.etcd.addr()}}}}
 	// One job for every aggregated replica (Prometheus refuses two jobs of
 	// one name); the group label tells openshift-apiserver from oauth's.
 	agg := admin("aggregated")

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -36,7 +35,6 @@ import (
 	"github.com/repro-tools/repro/lab/netproxy"
 	"github.com/repro-tools/repro/lab/operator"
 	"github.com/repro-tools/repro/lab/pki"
-	"github.com/repro-tools/repro/lab/proc"
 )
 
 // The aggregated API servers: on OpenShift, image.openshift.io and
@@ -90,21 +88,16 @@ type Replica struct {
 	// kube-apiserver), kept for restarts.
 	kubeconfig string
 
-	rec     *ReplicaRecord
 	history []*ReplicaRecord
 }
 
 // ReplicaRecord is one aggregated server process's life.
 type ReplicaRecord struct {
-	Group       string    `json:"group"`
-	Node        string    `json:"node"`
-	PID         int       `json:"pid"`
-	LogPath     string    `json:"logPath"`
-	Started     time.Time `json:"started"`
-	Ready       time.Time `json:"ready,omitzero"`
-	Terminating time.Time `json:"terminating,omitzero"`
-	Exited      time.Time `json:"exited,omitzero"`
-	ExitStatus  string    `json:"exitStatus,omitempty"`
+	Group string `json:"group"`
+	Node  string `json:"node"`
+	// ProcessLife is its pid, log, start, readiness (recognising the
+	// aggregator's identity) and termination.
+	ProcessLife
 }
 
 // Group is the API group the replica serves.
@@ -166,15 +159,19 @@ func (a *aggregation) setupAggregation() error {
 			if err != nil {
 				return err
 			}
-			px, err := netproxy.New("etcd-"+g.Component+"-"+n.name, "127.0.0.1:0", l.etcdAddr())
+			px, err := netproxy.New("etcd-"+g.Component+"-"+n.name, "127.0.0.1:0", l.etcd.addr())
 			if err != nil {
 				return err
 			}
 			if err := os.MkdirAll(filepath.Join(n.nodeLogDir(), g.Component), 0o755); err != nil {
 				return err
 			}
-			a.replicas = append(a.replicas, &Replica{group: g, node: n,
-				supervised: newSupervised(l, port, px, l.log.With(zap.String("node", n.name), zap.String("group", g.Name)))})
+			r := &Replica{group: g, node: n, supervised: newSupervised(l, port, px,
+				l.log.With(zap.String("node", n.name), zap.String("group", g.Name)),
+				g.Component+" on "+n.name, "aggregated apiserver",
+				"https://"+net.JoinHostPort(a.hostIP.String(), strconv.Itoa(port))+"/readyz")}
+			r.endpoints = func(ctx context.Context) error { return a.syncEndpoints(ctx, g) }
+			a.replicas = append(a.replicas, r)
 		}
 	}
 	return nil
@@ -247,106 +244,39 @@ func (r *Replica) args(kubeconfig string) []string {
 	}, aggregatedArgsFor(l.kubeVersion.Minor)...)
 }
 
-// start execs the replica and waits until its /readyz answers 200.
+// start execs the replica and waits until it is ready: its /readyz
+// answers 200 and it recognises the aggregator's front-proxy identity.
 func (r *Replica) start(ctx context.Context, kubeconfig string) error {
 	l := r.lab
 	r.kubeconfig = kubeconfig
-	r.mu.Lock()
-	seq := len(r.history) + 1
-	r.mu.Unlock()
-	logPath := filepath.Join(l.dir, "logs", fmt.Sprintf("%s-%s-%d.log", r.group.Component, r.node.name, seq))
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	if err := l.ctx.Err(); err != nil {
-		logf.Close()
-		return fmt.Errorf("%s on %s: lab is stopping", r.group.Component, r.node.name)
-	}
-	cmd := exec.Command(l.aggr.bin, r.args(kubeconfig)...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	rec := &ReplicaRecord{Group: r.group.Name, Node: r.node.name, LogPath: logPath, Started: time.Now()}
-	p, err := proc.Start(cmd)
-	logf.Close()
-	if err != nil {
-		return fmt.Errorf("starting %s on %s (%s): %w", r.group.Component, r.node.name, l.aggr.bin, err)
-	}
-	rec.PID = p.PID()
-	r.mu.Lock()
-	r.proc, r.rec, r.ready = p, rec, false
-	r.history = append(r.history, rec)
-	r.mu.Unlock()
-	r.notify()
-	r.log.Info("aggregated apiserver started", zap.Int("pid", rec.PID), zap.String("log", logPath))
-
-	hc := l.httpClient(false, time.Second)
 	pc, err := l.aggr.frontProxyClient(l)
 	if err != nil {
 		return err
 	}
-	deadline := time.NewTimer(l.opts.StartTimeout)
-	defer deadline.Stop()
-	last := ""
-	for {
-		code, err := get(ctx, hc, "https://"+r.Addr()+"/readyz")
-		if err == nil && code == http.StatusOK {
-			// /readyz can pass before the replica trusts the aggregator's
-			// front-proxy certificate: a request proxied in that window was
-			// answered as system:anonymous (403 Forbidden). Ready, here, is
-			// when the aggregator's identity is recognised.
-			if code, err = proxiedGet(ctx, pc, "https://"+r.Addr()+r.group.Path); err == nil && code != http.StatusOK {
-				err = fmt.Errorf("%s as the aggregator: %d", r.group.Path, code)
+	r.mu.Lock()
+	seq := len(r.history) + 1
+	r.mu.Unlock()
+	rec := &ReplicaRecord{Group: r.group.Name, Node: r.node.name}
+	return r.supervised.start(ctx, launch{
+		bin: l.aggr.bin, args: r.args(kubeconfig),
+		logPath: filepath.Join(l.dir, "logs", fmt.Sprintf("%s-%s-%d.log", r.group.Component, r.node.name, seq)),
+		life:    &rec.ProcessLife,
+		record:  func() { r.history = append(r.history, rec) },
+		check: func(ctx context.Context, hc *http.Client) (int, error) {
+			code, err := get(ctx, hc, r.readyz)
+			if err == nil && code == http.StatusOK {
+				// /readyz can pass before the replica trusts the
+				// aggregator's front-proxy certificate: a request proxied
+				// in that window was answered as system:anonymous (403
+				// Forbidden). Ready, here, is when the aggregator's
+				// identity is recognised.
+				if code, err = proxiedGet(ctx, pc, "https://"+r.Addr()+r.group.Path); err == nil && code != http.StatusOK {
+					err = fmt.Errorf("%s as the aggregator: %d", r.group.Path, code)
+				}
 			}
-		}
-		if err == nil && code == http.StatusOK {
-			r.mu.Lock()
-			rec.Ready = time.Now()
-			r.ready = true
-			r.mu.Unlock()
-			r.notify()
-			r.log.Info("aggregated apiserver ready", zap.Duration("after", rec.Ready.Sub(rec.Started).Round(time.Millisecond)))
-			return nil
-		}
-		if err != nil {
-			last = err.Error()
-		} else {
-			last = strconv.Itoa(code)
-		}
-		select {
-		case <-p.Exited():
-			return fmt.Errorf("%s on %s exited at start (%s); last lines of %s:\n%s", r.group.Component, r.node.name, p.ExitStatus(), logPath, proc.Tail(logPath, 15))
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return fmt.Errorf("%s on %s not ready after %s (last /readyz: %s); last lines of %s:\n%s", r.group.Component, r.node.name, l.opts.StartTimeout, last, logPath, proc.Tail(logPath, 15))
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// terminate stops the replica as the kubelet stops a pod: out of the
-// endpoints first (the pod turns Terminating), then SIGTERM, SIGKILL after
-// the grace period.
-func (r *Replica) terminate() error {
-	r.mu.Lock()
-	p, rec := r.proc, r.rec
-	if p == nil {
-		r.mu.Unlock()
-		return nil
-	}
-	rec.Terminating = time.Now()
-	r.ready = false
-	r.mu.Unlock()
-	r.notify()
-	r.lab.aggr.syncEndpoints(r.lab.ctx, r.group)
-	_, err := p.Terminate(r.lab.opts.GracePeriod)
-	r.mu.Lock()
-	rec.Exited, rec.ExitStatus = p.ExitedAt(), p.ExitStatus()
-	r.proc = nil
-	r.mu.Unlock()
-	r.notify()
-	r.log.Info("aggregated apiserver exited", zap.String("status", rec.ExitStatus), zap.Duration("afterSIGTERM", rec.Exited.Sub(rec.Terminating).Round(time.Millisecond)))
-	return err
+			return code, err
+		},
+	})
 }
 
 // startAggregated creates what OpenShift's operators create for the two
@@ -386,9 +316,9 @@ func (a *aggregation) startAggregated(ctx context.Context) error {
 		}
 	}
 	for _, r := range a.replicas {
-		l.bg.Add(2)
-		go func() { defer l.bg.Done(); r.probeLoop(l.ctx) }()
-		go func() { defer l.bg.Done(); r.kubeletLoop(l.ctx) }()
+		// The replica pod apiserver-<node> in its namespace, as the
+		// kubelet reports a Deployment's pod.
+		r.startLoops("replica pod", r.syncPod)
 	}
 	if err := a.waitAPIServicesAvailable(ctx); err != nil {
 		return err
@@ -531,38 +461,37 @@ func (a *aggregation) syncEndpoints(ctx context.Context, g aggregated.Group) err
 		}
 	}
 	return operator.RetryTransient(ctx, func() error {
-		cur, err := kube.CoreV1().Endpoints(g.Namespace).Get(ctx, "api", metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			if _, err := kube.CoreV1().Endpoints(g.Namespace).Create(ctx, ep, metav1.CreateOptions{}); err != nil {
-				return err
-			}
-		case err != nil:
+		if err := upsert(ctx, kube.CoreV1().Endpoints(g.Namespace), ep); err != nil {
 			return err
-		default:
-			ep.ResourceVersion = cur.ResourceVersion
-			if _, err := kube.CoreV1().Endpoints(g.Namespace).Update(ctx, ep, metav1.UpdateOptions{}); err != nil {
-				return err
-			}
 		}
 		for _, s := range slices {
-			cur, err := kube.DiscoveryV1().EndpointSlices(g.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-				if _, err := kube.DiscoveryV1().EndpointSlices(g.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-					return err
-				}
-			case err != nil:
+			if err := upsert(ctx, kube.DiscoveryV1().EndpointSlices(g.Namespace), s); err != nil {
 				return err
-			default:
-				s.ResourceVersion = cur.ResourceVersion
-				if _, err := kube.DiscoveryV1().EndpointSlices(g.Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
-					return err
-				}
 			}
 		}
 		return nil
 	})
+}
+
+// objectClient is the part of a typed client-go client upsert uses.
+type objectClient[T metav1.Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// upsert creates obj, or replaces the object of its name at that object's
+// resourceVersion.
+func upsert[T metav1.Object](ctx context.Context, c objectClient[T], obj T) error {
+	cur, err := c.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = c.Create(ctx, obj, metav1.CreateOptions{})
+	case err == nil:
+		obj.SetResourceVersion(cur.GetResourceVersion())
+		_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
+	}
+	return err
 }
 
 // APIServiceStatus is one APIService's Available condition.
@@ -627,36 +556,10 @@ func (a *aggregation) waitAPIServicesAvailable(ctx context.Context) error {
 	}
 }
 
-// probeLoop is the replica pod's readiness probe; a change updates the
-// pod and the Service's endpoints.
-func (r *Replica) probeLoop(ctx context.Context) {
-	r.supervised.probeLoop(ctx, "https://"+r.Addr()+"/readyz",
-		func() bool { return r.proc != nil && r.rec.Terminating.IsZero() },
-		func(ok bool) bool {
-			// A terminating replica stays out: terminate took it out.
-			changed := ok != r.ready && r.rec.Terminating.IsZero()
-			if changed {
-				r.ready = ok
-			}
-			return changed
-		},
-		func(ctx context.Context) {
-			if err := r.lab.aggr.syncEndpoints(ctx, r.group); err != nil && ctx.Err() == nil {
-				r.log.Warn("updating endpoints", zap.Error(err))
-			}
-		})
-}
-
-// kubeletLoop keeps the replica's pod apiserver-<node> in its namespace
-// in line with the process, as the kubelet reports a Deployment's pod.
-func (r *Replica) kubeletLoop(ctx context.Context) {
-	r.supervised.kubeletLoop(ctx, "replica pod", r.syncPod)
-}
-
 func (r *Replica) syncPod(ctx context.Context) error {
 	pods := r.lab.client.CoreV1().Pods(r.group.Namespace)
 	r.mu.Lock()
-	rec, ready, running := r.rec, r.ready, r.proc != nil
+	rec, ready, running := r.life, r.ready, r.proc != nil
 	var started, readyAt time.Time
 	pid := 0
 	if rec != nil {
@@ -680,18 +583,11 @@ func (r *Replica) syncPod(ctx context.Context) error {
 	if !running {
 		state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: start, FinishedAt: metav1.NewTime(now)}}
 	}
-	want := corev1.PodStatus{
-		Phase:  corev1.PodRunning,
-		HostIP: hostIP, HostIPs: []corev1.HostIP{{IP: hostIP}},
-		PodIP: hostIP, PodIPs: []corev1.PodIP{{IP: hostIP}},
-		StartTime: &start, QOSClass: corev1.PodQOSBestEffort,
-		Conditions: podConditions(cur, started, ready, readyAt, now, ""),
-		ContainerStatuses: []corev1.ContainerStatus{{
-			Name: r.group.Component, Image: "lab.local/aggregated-apiserver:" + aggregated.Spec.Version,
-			ImageID: "lab.local/aggregated-apiserver@pid-" + strconv.Itoa(pid),
-			Ready:   ready, Started: ptr.To(running), State: state,
-		}},
-	}
+	want := runningPodStatus(hostIP, started, podConditions(cur, started, ready, readyAt, now, ""), corev1.ContainerStatus{
+		Name: r.group.Component, Image: "lab.local/aggregated-apiserver:" + aggregated.Spec.Version,
+		ImageID: "lab.local/aggregated-apiserver@pid-" + strconv.Itoa(pid),
+		Ready:   ready, Started: ptr.To(running), State: state,
+	})
 	if cur.Annotations["repro.lab/pid"] != strconv.Itoa(pid) {
 		up := cur.DeepCopy()
 		if up.Annotations == nil {
@@ -720,23 +616,8 @@ func (r *Replica) pod() *corev1.Pod {
 				"repro.lab/binary": r.lab.aggr.bin,
 			},
 		},
-		Spec: corev1.PodSpec{
-			NodeName:                      r.node.name,
-			PriorityClassName:             "system-node-critical",
-			TerminationGracePeriodSeconds: ptr.To(int64(r.lab.opts.GracePeriod / time.Second)),
-			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-			Containers: []corev1.Container{{
-				Name:    r.group.Component,
-				Image:   "lab.local/aggregated-apiserver:" + aggregated.Spec.Version,
-				Command: []string{"aggregated-apiserver", "--group=" + r.group.Name},
-				Ports:   []corev1.ContainerPort{{Name: "https", ContainerPort: int32(r.port), Protocol: corev1.ProtocolTCP}},
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(int32(r.port)), Scheme: corev1.URISchemeHTTPS}},
-					PeriodSeconds: int32(max(1, r.lab.opts.ProbeInterval/time.Second)),
-				},
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-			}},
-		},
+		Spec: r.podSpec(r.node.name, r.group.Component, "lab.local/aggregated-apiserver:"+aggregated.Spec.Version,
+			[]string{"aggregated-apiserver", "--group=" + r.group.Name}),
 	}
 }
 
@@ -806,26 +687,6 @@ func (a *aggregation) stallReplicasOn(n *Node) {
 		}
 	}
 	l.stallLinks(n, "aggregated-etcd-stall", "aggregated servers' link to etcd", l.opts.Faults.AggregatedEtcdStall, proxies, names)
-}
-
-// stopReplicas SIGKILLs every replica at lab stop and closes their proxies.
-func (a *aggregation) stopReplicas() []error {
-	var errs []error
-	for _, r := range a.replicas {
-		errs = appendErr(errs, r.kill())
-	}
-	for _, r := range a.replicas {
-		r.mu.Lock()
-		p := r.proc
-		r.mu.Unlock()
-		if p != nil {
-			<-p.Exited()
-		}
-		if r.proxy != nil {
-			_ = r.proxy.Close()
-		}
-	}
-	return errs
 }
 
 // frontProxyClient is a client that speaks to a replica as kube-apiserver's

@@ -576,3 +576,18 @@ func stringList(v any) []string {
 	}
 	return nil
 }
+
+// OverLimit lists the pollers whose total disruption exceeds limit (a limit
+// of zero or less disables the check).
+func OverLimit(a *Analysis, limit time.Duration) []PollerSummary {
+	if limit <= 0 {
+		return nil
+	}
+	var over []PollerSummary
+	for _, p := range a.Pollers {
+		if p.Disrupted > limit {
+			over = append(over, p)
+		}
+	}
+	return over
+}

@@ -1,14 +1,16 @@
-// Package report turns samples into disruption intervals and writes them in
-// the formats OpenShift's release tooling reads: intervals.json (the
-// sippy/origin intervals schema), backend-disruption.json (origin's
-// BackendDisruptionList) and a human summary.txt.
+// Package report is the model of a results folder: it turns samples into
+// disruption intervals and per-poller figures (Analyze, LoadSamples), reads
+// the rollout timeline (LoadTimeline, BuildTimeline), places every
+// disruption in it (Place, GroupPlacements, AttributeServedBy), grades
+// outcomes as a client-go client would see them, reads attribution.jsonl,
+// and computes origin's intervals by origin's rules (OriginIntervals,
+// WholeSeconds). Everything here computes; nothing writes a file.
 //
-// Computing is kept apart from writing: Analyze and ComputeIntervals are
-// pure functions of samples; IntervalItems, BackendDisruption and
-// WriteSummary render an Analysis; Rebuild ties them to a results folder and
-// accepts extra interval items (e.g. rollout events) to merge into
-// intervals.json. Comparing folders is package report/compare, which
-// builds on this model.
+// The folder layout shows the flow: report is the model, report/compare
+// sets folders side by side on it, and report/write writes a folder's
+// derived files from it (summary.txt, junit.xml, intervals.json,
+// backend-disruption.json, placements.json, origin's files and, through
+// report/htmlreport, report.html).
 //
 // The interval rule is origin's, at the prober's resolution: per poller, in
 // sequence order, a run of failed samples is one interval from the first
@@ -19,12 +21,9 @@
 // and not counted as disruption, as origin does. Samples aborted by an
 // interrupted run are ignored.
 //
-// Beside repro's own files, Rebuild writes origin's:
-// e2e-timelines_spyglass_<run id>.json and backend-disruption_<run id>.json,
-// named as sippy finds a CI run's and computed by origin's own rules (package
-// origin): a new interval when the error text changes, DisruptionEnded
-// intervals, only a DNS lookup i/o timeout as a sampler outage, whole-second
-// times, each interval at least 1 s and the total rounded; the rollout as
-// APIServerGracefulShutdown, KubeEvent and OperatorState intervals. repro's
-// own files keep milliseconds; summary.txt says where the two disagree.
+// Beside repro's own intervals, Analysis.Origin holds each poller's
+// intervals by origin's own rules (package origin): a new interval when the
+// error text changes, DisruptionEnded intervals, only a DNS lookup i/o
+// timeout as a sampler outage; WholeSeconds rounds them as origin's 1 Hz
+// sampler would have seen them.
 package report

@@ -11,7 +11,7 @@ import (
 // rule finds it: the poller's identity, the failed samples' count and
 // sequence numbers, and its first failure's details. It is not
 // origin.Interval (monitorapi.Interval, the rendered item both intervals
-// files hold): IntervalItems renders one from the other, and origin's own
+// files hold): write.IntervalItems renders one from the other, and origin's own
 // rule (OriginIntervals) yields different intervals from the same samples.
 type Interval struct {
 	// Name is the poller name, origin's backend-disruption-name, e.g.

@@ -1,81 +1,21 @@
 package report
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
-	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/repro-tools/repro/origin"
 	"github.com/repro-tools/repro/results"
 )
 
-// Names and values origin uses in its monitor API (pkg/monitor/monitorapi)
-// for backend disruption intervals.
-const (
-	LevelInfo    = "Info"
-	LevelWarning = "Warning"
-	LevelError   = "Error"
-
-	SourceDisruption      = "Disruption"
-	LocatorTypeDisruption = "Disruption"
-
-	LocatorBackendDisruptionNameKey = "backend-disruption-name"
-	LocatorConnectionKey            = "connection"
-	LocatorDisruptionKey            = "disruption"
-
-	ReasonDisruptionBegan              = "DisruptionBegan"
-	ReasonDisruptionSamplerOutageBegan = "DisruptionSamplerOutageBegan"
-
-	AnnotationReason         = "reason"
-	AnnotationRequestAuditID = "request-audit-id"
-	// AnnotationErrorClass and AnnotationFailedSamples are repro's own
-	// additions to the message annotations.
-	AnnotationErrorClass    = "error-class"
-	AnnotationFailedSamples = "failed-samples"
-
-	// DisruptionInstance is the value of the locator's "disruption" key
-	// (origin's thisInstanceName, "openshift-tests" there): who sampled.
-	DisruptionInstance = "repro"
-)
-
-// Locator is origin's structured locator (see package origin).
-type Locator = origin.Locator
-
-// Message is origin's structured interval message.
-type Message = origin.Message
-
-// intervalItem is one item of intervals.json, in the schema sippy reads
-// (openshift/sippy pkg/apis/api/interval.go) and origin writes: an
-// origin.Interval with the field names and order of that file. From and To
-// are RFC 3339 with sub-second digits, which both parse.
-type intervalItem struct {
-	Level   string    `json:"level"`
-	Display bool      `json:"display"`
-	Source  string    `json:"source,omitempty"`
-	Locator Locator   `json:"locator"`
-	Message Message   `json:"message"`
-	From    time.Time `json:"from"`
-	To      time.Time `json:"to"`
-}
-
-// intervalList is the top-level object of intervals.json.
-type intervalList struct {
-	Items []intervalItem `json:"items"`
-}
+// DisruptionInstance is the value of the locator's "disruption" key
+// (origin's thisInstanceName, "openshift-tests" there): who sampled.
+const DisruptionInstance = "repro"
 
 // DisruptionLocator returns the locator origin gives a legacy backend
 // sampler (LocateDisruptionCheck): type Disruption with the stored name, the
 // connection type and the sampling instance.
-func DisruptionLocator(name string, conn results.ConnectionType) Locator {
+func DisruptionLocator(name string, conn results.ConnectionType) origin.Locator {
 	return OriginBackend(name, "", conn, false, "", "").Locator()
 }
 
@@ -103,169 +43,6 @@ func OriginBackend(name, backend string, conn results.ConnectionType, http2 bool
 	b.Target = backend
 	b.Instance = backend + "-" + b.Protocol + "-" + b.LoadBalancer
 	return b
-}
-
-// IntervalItems renders intervals as origin does when a sampler sees a
-// failure begin: Error level and displayed for disruption, Warning for a DNS
-// sampler outage.
-func IntervalItems(ivs []Interval) []origin.Interval {
-	items := make([]origin.Interval, 0, len(ivs))
-	for i := range ivs {
-		iv := &ivs[i]
-		loc := OriginBackend(iv.Name, iv.Backend, iv.Connection, iv.HTTP2, iv.Vantage, iv.Target).Locator()
-		level, reason := LevelError, ReasonDisruptionBegan
-		human := fmt.Sprintf("%s stopped responding to GET requests over %s connections: %s",
-			loc.OldLocator(), iv.Connection, iv.Message)
-		if iv.SamplerOutage {
-			level, reason = LevelWarning, ReasonDisruptionSamplerOutageBegan
-			human = fmt.Sprintf("DNS lookup timeouts began for %s GET requests over %s connections: %s (likely a problem in cluster running tests, not the cluster under test)",
-				loc.OldLocator(), iv.Connection, iv.Message)
-		}
-		items = append(items, origin.Interval{
-			Level:   level,
-			Display: true,
-			Source:  SourceDisruption,
-			Locator: loc,
-			Message: Message{
-				Reason:       reason,
-				HumanMessage: human,
-				Annotations: map[string]string{
-					AnnotationReason:         reason,
-					AnnotationRequestAuditID: iv.AuditID,
-					AnnotationErrorClass:     string(iv.Class),
-					AnnotationFailedSamples:  strconv.Itoa(iv.Samples),
-				},
-			},
-			From: iv.From,
-			To:   iv.To,
-		})
-	}
-	return items
-}
-
-// WriteIntervals writes intervals.json from any number of interval sets
-// (the disruption items, and later e.g. rollout events), in origin's order
-// (origin.Sort).
-func WriteIntervals(w io.Writer, sets ...[]origin.Interval) error {
-	all := []origin.Interval{}
-	for _, s := range sets {
-		all = append(all, s...)
-	}
-	origin.Sort(all)
-	items := make([]intervalItem, len(all))
-	for i, iv := range all {
-		items[i] = intervalItem{Level: iv.Level, Display: iv.Display, Source: iv.Source, Locator: iv.Locator, Message: iv.Message, From: iv.From, To: iv.To}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "    ")
-	return enc.Encode(intervalList{Items: items})
-}
-
-// BackendDisruptionList is origin's backend-disruption list, the one type
-// both files use: repro's backend-disruption.json fills DisruptedDuration to
-// the millisecond (BackendDisruptionFor), origin's
-// backend-disruption_<run id>.json by origin's rounding
-// (origin.BackendDisruptionFor).
-type BackendDisruptionList = origin.BackendDisruptionList
-
-// BackendDisruption is one entry of BackendDisruptionList. LoadBalancerType,
-// Protocol and TargetAPI default as origin's apiserver backends do
-// ("external-lb", "http1", the backend name) in repro's file.
-type BackendDisruption = origin.BackendDisruption
-
-// BackendDisruptionFor builds backend-disruption.json: one entry per poller,
-// zero-disruption pollers included, as origin lists every backend it
-// sampled. loadBalancerType "" means "external-lb".
-func BackendDisruptionFor(a *Analysis, loadBalancerType string) *BackendDisruptionList {
-	if loadBalancerType == "" {
-		loadBalancerType = "external-lb"
-	}
-	out := &BackendDisruptionList{BackendDisruptions: map[string]*BackendDisruption{}}
-	for _, p := range a.Pollers {
-		proto := "http1"
-		if p.HTTP2 || p.Protocol == "HTTP/2.0" {
-			proto = "http2"
-		}
-		lb := loadBalancerType
-		if p.Vantage != "" {
-			lb = OriginBackend(p.Name, p.Backend, p.Connection, p.HTTP2, p.Vantage, p.Target).LoadBalancer
-		}
-		msgs := []string{}
-		for i := range a.Intervals {
-			iv := &a.Intervals[i]
-			if iv.Name == p.Name && !iv.SamplerOutage {
-				msgs = append(msgs, intervalString(iv))
-			}
-		}
-		out.BackendDisruptions[p.Name] = &BackendDisruption{
-			Name:               p.Name,
-			BackendName:        p.Backend,
-			ConnectionType:     strings.ToUpper(string(p.Connection[:1])) + string(p.Connection[1:]),
-			DisruptedDuration:  metav1.Duration{Duration: p.Disrupted.Round(time.Millisecond)},
-			DisruptionMessages: msgs,
-			LoadBalancerType:   lb,
-			Protocol:           proto,
-			TargetAPI:          p.Backend,
-		}
-	}
-	return out
-}
-
-// WriteBackendDisruption writes the list indented as origin does.
-func WriteBackendDisruption(w io.Writer, l *BackendDisruptionList) error {
-	b, err := json.MarshalIndent(l, "", "    ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
-
-// intervalString renders an interval like origin's Interval.String, with
-// milliseconds kept in the duration.
-func intervalString(iv *Interval) string {
-	items := IntervalItems([]Interval{*iv})
-	it := items[0]
-	keys := make([]string, 0, len(it.Message.Annotations))
-	for k := range it.Message.Annotations {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	ann := make([]string, len(keys))
-	for i, k := range keys {
-		ann[i] = k + "/" + it.Message.Annotations[k]
-	}
-	return fmt.Sprintf("%s.%03d - %-7s %s %s %s %s",
-		iv.From.Format("Jan 02 15:04:05"), iv.From.Nanosecond()/int(time.Millisecond),
-		formatMs(iv.Duration()), it.Level[:1], it.Locator.OldLocator(), strings.Join(ann, " "), it.Message.HumanMessage)
-}
-
-// formatMs renders a duration in seconds with millisecond precision.
-func formatMs(d time.Duration) string {
-	return strconv.FormatFloat(d.Round(time.Millisecond).Seconds(), 'f', 3, 64) + "s"
-}
-
-// Origin's file names for a run, found by sippy as a CI run's are
-// (openshift/sippy pkg/dataloader/prowloader/gcs/gcs_jobrun.go globs
-// "**e2e-timelines*.json"; its intervals page prefers
-// "e2e-timelines_spyglass_"): the run id plays origin's time suffix.
-const (
-	OriginTimelinesPrefix         = "e2e-timelines_spyglass_"
-	OriginBackendDisruptionPrefix = "backend-disruption_"
-)
-
-// OriginRunID is the suffix of a run's origin files: its start as origin
-// formats its time suffix (20060102-150405), else the folder's name.
-func OriginRunID(run *results.Run, dir string) string {
-	if run != nil && !run.Start.IsZero() {
-		return run.Start.UTC().Format("20060102-150405")
-	}
-	return filepath.Base(filepath.Clean(dir))
-}
-
-// OriginFiles returns the names of a run's two origin files.
-func OriginFiles(runID string) (timelines, backendDisruption string) {
-	return OriginTimelinesPrefix + runID + ".json", OriginBackendDisruptionPrefix + runID + ".json"
 }
 
 // originIntervals applies origin's sampler rules to one poller's points
@@ -304,59 +81,6 @@ func OriginIntervals(a *Analysis, tl *Timeline) []origin.Interval {
 	}
 	origin.Sort(out)
 	return out
-}
-
-// writeOriginFiles writes e2e-timelines_spyglass_<id>.json and
-// backend-disruption_<id>.json and returns the summary's section saying
-// where origin's figures differ from repro's.
-func writeOriginFiles(f *results.Folder, run *results.Run, a *Analysis, tl *Timeline) ([]byte, error) {
-	ivs := WholeSeconds(OriginIntervals(a, tl))
-	tlName, bdName := OriginFiles(OriginRunID(run, f.Dir()))
-	var buf bytes.Buffer
-	if err := origin.Encode(&buf, ivs, origin.FormatStructured); err != nil {
-		return nil, err
-	}
-	if err := f.WriteFile(tlName, buf.Bytes()); err != nil {
-		return nil, err
-	}
-	bd := origin.BackendDisruptionFor(ivs)
-	buf.Reset()
-	if err := origin.WriteBackendDisruption(&buf, bd); err != nil {
-		return nil, err
-	}
-	if err := f.WriteFile(bdName, buf.Bytes()); err != nil {
-		return nil, err
-	}
-	return originDifferences(a, bd, bdName), nil
-}
-
-// originDifferences compares repro's per-poller disruption with origin's
-// rounded figure; it says nothing when they agree everywhere.
-func originDifferences(a *Analysis, bd *origin.BackendDisruptionList, name string) []byte {
-	var b bytes.Buffer
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	differ := false
-	fmt.Fprintln(tw, "  BACKEND-CONNECTION\tREPRO\tINTERVALS\tORIGIN\tINTERVALS")
-	for _, p := range a.Pollers {
-		o := bd.BackendDisruptions[p.Name]
-		var od time.Duration
-		on := 0
-		if o != nil {
-			od, on = o.DisruptedDuration.Duration, len(o.DisruptionMessages)
-		}
-		if od == p.Disrupted && on == p.Intervals {
-			continue
-		}
-		differ = true
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%d\n", p.Name, formatMs(p.Disrupted), p.Intervals, od, on)
-	}
-	tw.Flush()
-	if !differ {
-		return nil
-	}
-	head := fmt.Sprintf("\nOrigin's figures (%s) differ: origin counts each interval as at least 1 s,\n"+
-		"rounds the total to the second and starts a new interval when the error text changes:\n", name)
-	return append([]byte(head), b.Bytes()...)
 }
 
 // WholeSeconds rounds each Disruption interval out to whole seconds, as

@@ -1,7 +1,11 @@
 package report
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/repro-tools/repro/results"
@@ -110,12 +114,12 @@ func placeInIteration(p *Placement, it *Iteration, tl *Timeline, t time.Time) {
 	case node == "":
 		p.Where = prefix + "after the trigger, before any node started terminating"
 	case p.Previous != nil:
-		p.Where = fmt.Sprintf("%s%s: %s after %s, %s", prefix, node, seconds(-p.Previous.OffsetMs), p.Previous.Label, phaseWords[p.NodePhase])
+		p.Where = fmt.Sprintf("%s%s: %s after %s, %s", prefix, node, Seconds(-p.Previous.OffsetMs), p.Previous.Label, phaseWords[p.NodePhase])
 	default:
 		p.Where = fmt.Sprintf("%s%s: %s", prefix, node, phaseWords[p.NodePhase])
 	}
 	if p.NodePhase == NodeReady && !it.Complete.IsZero() && !t.Before(it.Complete) {
-		p.Where += fmt.Sprintf(" (%s after the rollout completed)", seconds(float64(t.Sub(it.Complete).Microseconds())/1000))
+		p.Where += fmt.Sprintf(" (%s after the rollout completed)", Seconds(float64(t.Sub(it.Complete).Microseconds())/1000))
 	}
 }
 
@@ -126,7 +130,7 @@ func anchors(evs []results.Event, node string, n int, t time.Time) (prev, next *
 		if e.Kind == results.KindPhase || (node != "" && e.Node != node) || (e.Iteration != 0 && e.Iteration != n) {
 			continue
 		}
-		a := &Anchor{Label: eventLabel(e), Node: e.Node, Time: e.Time, OffsetMs: float64(e.Time.Sub(t).Microseconds()) / 1000}
+		a := &Anchor{Label: EventLabel(e), Node: e.Node, Time: e.Time, OffsetMs: float64(e.Time.Sub(t).Microseconds()) / 1000}
 		if !e.Time.After(t) {
 			prev = a
 		} else if next == nil {
@@ -136,9 +140,10 @@ func anchors(evs []results.Event, node string, n int, t time.Time) (prev, next *
 	return prev, next
 }
 
-// eventLabel names an event the way an engineer would: the Event reason
-// (ShutdownInitiated) for cluster events, the kind otherwise.
-func eventLabel(e results.Event) string {
+// EventLabel names an event the way an engineer would: the Event reason
+// (ShutdownInitiated) for cluster events, the kind otherwise. Placements'
+// anchors and the rollout's interval items use the same label.
+func EventLabel(e results.Event) string {
 	if e.Kind == results.KindClusterEvent && e.Reason != "" {
 		return e.Reason
 	}
@@ -148,5 +153,124 @@ func eventLabel(e results.Event) string {
 	return string(e.Kind)
 }
 
-// seconds renders milliseconds as seconds with one decimal, e.g. "10.2 s".
-func seconds(ms float64) string { return fmt.Sprintf("%.1f s", ms/1000) }
+// Seconds renders milliseconds as seconds with one decimal, e.g. "10.2 s",
+// as Placement.Where and the summary's anchors say them.
+func Seconds(ms float64) string { return fmt.Sprintf("%.1f s", ms/1000) }
+
+// PlacementGroup sums the placements of one iteration, node and phase.
+type PlacementGroup struct {
+	Iteration int
+	Node      string
+	Phase     NodePhase
+	// Intervals counts the placements; Total sums their lengths (over
+	// every poller, so overlapping gaps of two pollers both count).
+	Intervals int
+	Total     time.Duration
+	// From and To bound the group's placements.
+	From, To time.Time
+	// Pollers and Classes are the pollers and error classes seen, sorted.
+	Pollers []string
+	Classes []string
+}
+
+// GroupPlacements folds placements by iteration, node and phase, in order
+// of first occurrence, so a rollout's many short gaps read as a few lines.
+func GroupPlacements(ps []Placement) []PlacementGroup {
+	var out []PlacementGroup
+	index := map[string]int{}
+	for _, p := range ps {
+		key := fmt.Sprintf("%d/%s/%s", p.Iteration, p.Node, p.NodePhase)
+		i, ok := index[key]
+		if !ok {
+			out = append(out, PlacementGroup{Iteration: p.Iteration, Node: p.Node, Phase: p.NodePhase, From: p.From, To: p.To})
+			i = len(out) - 1
+			index[key] = i
+		}
+		g := &out[i]
+		g.Intervals++
+		g.Total += p.To.Sub(p.From)
+		if p.From.Before(g.From) {
+			g.From = p.From
+		}
+		if p.To.After(g.To) {
+			g.To = p.To
+		}
+		g.Pollers = addUnique(g.Pollers, p.Name)
+		g.Classes = addUnique(g.Classes, p.Class)
+	}
+	for i := range out {
+		sort.Strings(out[i].Pollers)
+		sort.Strings(out[i].Classes)
+	}
+	return out
+}
+
+func addUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// AttributeServedBy fills Placement.ServedBy from the failed samples of each
+// interval in f's samples.jsonl: which apiservers their connections went
+// to, by the load balancer's connection records s (lb-connections.jsonl,
+// the lab only), with counts. Without records it leaves ps as they are.
+func AttributeServedBy(f *results.Folder, ps []Placement, s results.LBConnections) error {
+	if len(s) == 0 || len(ps) == 0 {
+		return nil
+	}
+	counts := make([]map[string]int, len(ps))
+	byName := map[string][]int{}
+	for i, p := range ps {
+		byName[p.Name] = append(byName[p.Name], i)
+		counts[i] = map[string]int{}
+	}
+	var probe struct {
+		Backend    string    `json:"backend"`
+		Connection string    `json:"connection"`
+		Start      time.Time `json:"start"`
+		DurationMs float64   `json:"duration_ms"`
+		LocalAddr  string    `json:"local_addr"`
+		ErrorClass string    `json:"error_class"`
+		HTTP2      bool      `json:"http2"`
+		Vantage    string    `json:"vantage"`
+		Target     string    `json:"target"`
+	}
+	_, err := results.ReadJSONL(f.Path(results.SamplesFile), func(line []byte) error {
+		// Only failed samples matter; skip the rest without decoding.
+		if !bytes.Contains(line, []byte(`"error_class"`)) {
+			return nil
+		}
+		probe.LocalAddr, probe.ErrorClass, probe.HTTP2, probe.Vantage, probe.Target = "", "", false, "", ""
+		if err := json.Unmarshal(line, &probe); err != nil {
+			return err
+		}
+		if probe.LocalAddr == "" {
+			return nil
+		}
+		name := results.SamplerName(probe.Backend, probe.HTTP2, probe.Vantage, probe.Target, results.ConnectionType(probe.Connection))
+		for _, i := range byName[name] {
+			if !probe.Start.Before(ps[i].From) && probe.Start.Before(ps[i].To) {
+				if t := s.Target(probe.LocalAddr, probe.Start, probe.Start.Add(time.Duration(probe.DurationMs*float64(time.Millisecond)))); t != "" {
+					counts[i][t]++
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := range ps {
+		var parts []string
+		for t, n := range counts[i] {
+			parts = append(parts, fmt.Sprintf("%s (%d)", t, n))
+		}
+		sort.Strings(parts)
+		ps[i].ServedBy = strings.Join(parts, ", ")
+	}
+	return nil
+}

@@ -146,17 +146,17 @@ func TestGroupPlacements(t *testing.T) {
 		mk("kube-api-reused-connections", 22000, 22100, results.ClassHTTP429),
 		mk("kube-api-new-connections", 24000, 24100, results.ClassTLS),
 	}, tl)
-	g := groupPlacements(ps)
+	g := GroupPlacements(ps)
 	if len(g) != 2 {
 		t.Fatalf("groups %+v", g)
 	}
-	if g[0].node != "master-0" || g[0].phase != NodeTerminating || g[0].intervals != 3 || g[0].total != 400*time.Millisecond ||
-		!g[0].from.Equal(at(21250)) || !g[0].to.Equal(at(22100)) ||
-		strings.Join(g[0].pollers, " ") != "kube-api-new-connections kube-api-reused-connections oauth-api-new-connections" ||
-		strings.Join(g[0].classes, " ") != "http-429 reset" {
+	if g[0].Node != "master-0" || g[0].Phase != NodeTerminating || g[0].Intervals != 3 || g[0].Total != 400*time.Millisecond ||
+		!g[0].From.Equal(at(21250)) || !g[0].To.Equal(at(22100)) ||
+		strings.Join(g[0].Pollers, " ") != "kube-api-new-connections kube-api-reused-connections oauth-api-new-connections" ||
+		strings.Join(g[0].Classes, " ") != "http-429 reset" {
 		t.Errorf("terminating group %+v", g[0])
 	}
-	if g[1].phase != NodeStarting || g[1].intervals != 1 || g[1].total != 100*time.Millisecond {
+	if g[1].Phase != NodeStarting || g[1].Intervals != 1 || g[1].Total != 100*time.Millisecond {
 		t.Errorf("starting group %+v", g[1])
 	}
 }

@@ -11,6 +11,8 @@
 //	intervals.json          derived: disruption intervals, sippy/origin schema
 //	backend-disruption.json derived: origin's BackendDisruptionList
 //	summary.txt             derived: per backend-connection figures
+//	junit.xml               derived: one test case per backend-connection
+//	placements.json         derived: where each disruption sits in the rollout
 //	e2e-timelines_spyglass_<run id>.json
 //	                        derived: origin's interval file, by origin's rules
 //	backend-disruption_<run id>.json
@@ -19,7 +21,8 @@
 //	attribution.jsonl       where each failed sample went, from the apiservers'
 //	                        audit logs (repro attribute)
 //
-// Derived files are rebuilt offline from samples.jsonl by report.Rebuild.
+// Derived files are rebuilt offline from samples.jsonl by write.Rebuild
+// (package report/write).
 package results
 
 import (
@@ -44,6 +47,11 @@ const (
 	IntervalsFile         = "intervals.json"
 	BackendDisruptionFile = "backend-disruption.json"
 	SummaryFile           = "summary.txt"
+	// JUnitFile is the junit report, one test case per backend-connection.
+	JUnitFile = "junit.xml"
+	// PlacementsFile is the machine-readable twin of summary.txt's "where
+	// the gaps sit" section.
+	PlacementsFile = "placements.json"
 	// LogFile is the log a run keeps: every line at every level.
 	LogFile = "repro.log"
 	// AttributionFile holds one verdict per failed sample: where the

@@ -17,6 +17,7 @@ import (
 	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/write"
 	"github.com/repro-tools/repro/results"
 	"github.com/repro-tools/repro/trigger"
 	"github.com/repro-tools/repro/vantage"
@@ -285,7 +286,7 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 			p.Log.Warn("attribution failed; rerun \"repro attribute "+folder.Dir()+"\"", zap.Error(err))
 		}
 	}
-	a, err := report.Rebuild(folder.Dir(), report.WithMaxDisruption(p.MaxDisruption))
+	a, err := write.Rebuild(folder.Dir(), write.WithMaxDisruption(p.MaxDisruption))
 	if err != nil {
 		return nil, fmt.Errorf("report on %s: %w (samples are kept; rerun \"repro report %s\")", folder.Dir(), err, folder.Dir())
 	}

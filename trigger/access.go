@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -195,6 +196,14 @@ func MissingError(missing []Permission) error {
 // rule per group, resource and name set, so the role is no wider than the
 // check that uses the same permissions.
 func ClusterRoleYAML(name string, perms []Permission) ([]byte, error) {
+	// The apiserver validates an RBAC object's name as a path segment
+	// (kubernetes pkg/apis/rbac/validation: ValidateRBACName).
+	if name == "" {
+		return nil, fmt.Errorf("the ClusterRole's name is empty: give one, such as repro")
+	}
+	if msgs := path.IsValidPathSegmentName(name); len(msgs) > 0 {
+		return nil, fmt.Errorf("the ClusterRole's name %q is not valid: %s", name, strings.Join(msgs, "; "))
+	}
 	type rule struct {
 		APIGroups       []string `json:"apiGroups,omitempty"`
 		Resources       []string `json:"resources,omitempty"`

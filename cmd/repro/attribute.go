@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/repro-tools/repro/attribute"
-	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/write"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -68,7 +68,7 @@ Needs get on nodes/proxy and list on nodes (see "repro rbac").`,
 			if err := attributeRun(cmd.Context(), cmd.OutOrStdout(), rc, args[0], timeout, o.logger()); err != nil {
 				return err
 			}
-			if _, err := report.Rebuild(args[0]); err != nil {
+			if _, err := write.Rebuild(args[0]); err != nil {
 				return fmt.Errorf("report on %s: %w", args[0], err)
 			}
 			return nil

@@ -401,6 +401,8 @@ var badInputCases = []badInputCase{
 	// rbac, scenarios, root.
 	{"rbac unknown backend", []string{"rbac", "--backends", "nope"}, nil, 1, []string{"--backends", "nope"}, clear},
 	{"rbac extra arg", []string{"rbac", "extra"}, nil, 1, []string{"extra"}, clear},
+	{"rbac empty name", []string{"rbac", "--name", ""}, nil, 1, []string{"--name", "empty"}, fixed},
+	{"rbac name with a slash", []string{"rbac", "--name", "a/b"}, nil, 1, []string{"--name", "a/b"}, fixed},
 	{"scenarios extra arg", []string{"scenarios", "extra"}, nil, 1, []string{"extra"}, clear},
 	{"unknown command", []string{"bogus"}, nil, 1, []string{"bogus"}, clear},
 	{"bad log level", []string{"--log-level", "loud", "scenarios"}, nil, 1, []string{"--log-level", "loud", "debug"}, clear},

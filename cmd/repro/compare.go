@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/report/compare"
+	"github.com/repro-tools/repro/report/write"
 )
 
 func init() { subcommands = append(subcommands, newCompareCmd) }
@@ -127,7 +127,7 @@ func writeCompareHTML(path string, sides []compare.Side) error {
 		}
 	}
 	var buf bytes.Buffer
-	if err := report.WriteCompareHTML(&buf, dirs); err != nil {
+	if err := write.WriteCompareHTML(&buf, dirs); err != nil {
 		return fmt.Errorf("--html: %v", err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {

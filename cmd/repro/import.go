@@ -22,7 +22,7 @@ import (
 	"github.com/repro-tools/repro/attribute"
 	"github.com/repro-tools/repro/ci"
 	"github.com/repro-tools/repro/importer"
-	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/write"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -600,7 +600,7 @@ func analyzeCIRuns(cmd *cobra.Command, o *importOptions, dirs []string) (importe
 				bad++
 				continue
 			}
-			if _, err := report.Rebuild(dir); err != nil {
+			if _, err := write.Rebuild(dir); err != nil {
 				o.failed(cmd, fmt.Sprintf("%s: %v", dir, err))
 				bad++
 				continue
@@ -754,7 +754,7 @@ func writeImported(cmd *cobra.Command, io *importOptions, r importer.Run, all []
 	if err := importer.WriteFolder(dir, r, mine, importer.OutOptions{Pattern: io.pattern, Command: os.Args}); err != nil {
 		return err
 	}
-	if _, err := report.Rebuild(dir); err != nil {
+	if _, err := write.Rebuild(dir); err != nil {
 		return fmt.Errorf("%s: %w", dir, err)
 	}
 	f, err := results.Open(dir)

@@ -45,7 +45,7 @@ check, so the two cannot drift. Bind it with
 			}
 			y, err := trigger.ClusterRoleYAML(name, perms)
 			if err != nil {
-				return err
+				return fmt.Errorf("--name: %w", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "# What repro run needs, for backends %s.\n", strings.Join(backends, ", "))
 			fmt.Fprintf(cmd.OutOrStdout(), "# pods and events are read in %s only; a ClusterRole grants them everywhere.\n", trigger.Namespace)

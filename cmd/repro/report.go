@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/write"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -21,7 +21,7 @@ func newReportCmd(o *rootOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
 			if originOnly {
-				paths, err := report.RebuildOrigin(dir)
+				paths, err := write.RebuildOrigin(dir)
 				if err != nil {
 					return err
 				}
@@ -30,7 +30,7 @@ func newReportCmd(o *rootOptions) *cobra.Command {
 				}
 				return nil
 			}
-			a, err := report.Rebuild(dir)
+			a, err := write.Rebuild(dir)
 			if err != nil {
 				return err
 			}

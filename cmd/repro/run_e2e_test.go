@@ -21,6 +21,7 @@ import (
 	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/prober"
 	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/write"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -315,7 +316,7 @@ func TestRunRolloutOnTheLab(t *testing.T) {
 			t.Errorf("%s: %d failures, %v disrupted (%v) on the healthy lab", p.Name, p.Failures, p.Disrupted, p.Classes)
 		}
 	}
-	for _, f := range []string{results.IntervalsFile, results.BackendDisruptionFile, report.JUnitFile, report.PlacementsFile, results.SummaryFile, results.LBConnectionsFile} {
+	for _, f := range []string{results.IntervalsFile, results.BackendDisruptionFile, results.JUnitFile, results.PlacementsFile, results.SummaryFile, results.LBConnectionsFile} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("results folder lacks %s: %v", f, err)
 		}
@@ -367,7 +368,7 @@ func TestRunInterruptedKeepsPartialResults(t *testing.T) {
 	if r := readRun(t, out); r.Status != results.StatusInterrupted || r.End == nil {
 		t.Fatalf("run.json: status %q end %v, want interrupted with an end", r.Status, r.End)
 	}
-	a, err := report.Rebuild(out)
+	a, err := write.Rebuild(out)
 	if err != nil {
 		t.Fatalf("the partial folder does not rebuild: %v", err)
 	}

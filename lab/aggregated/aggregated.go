@@ -5,7 +5,10 @@
 // the server's non-test .go files with a go.mod of their own (go.mod.src,
 // go.sum.src, pinning the main module's versions; hack/update-aggregated-module.sh
 // regenerates them) and `repro lab build` compiles them into the cache as it
-// does kube-apiserver and etcd. It imports nothing from Kubernetes.
+// does kube-apiserver and etcd. It imports nothing from Kubernetes; the
+// server, built as a module of its own, imports nothing from the main
+// module (so its groups' table, server.Roles, cannot be derived from
+// package results; TestGroupsFollowTheBackends checks the two agree).
 package aggregated
 
 import (
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/repro-tools/repro/lab/binaries"
+	"github.com/repro-tools/repro/results"
 )
 
 //go:embed go.mod.src go.sum.src server/*.go server/cmd/*.go
@@ -37,12 +41,33 @@ var Spec = binaries.Spec{
 	ColdBuild: 4 * time.Minute,
 }
 
-// Groups are the two roles and where OpenShift runs each.
-var Groups = []Group{
-	{Name: "image.openshift.io", Namespace: "openshift-apiserver", Component: "openshift-apiserver",
-		Path: "/apis/image.openshift.io/v1/namespaces/default/imagestreams"},
-	{Name: "oauth.openshift.io", Namespace: "openshift-oauth-apiserver", Component: "oauth-apiserver",
-		Path: "/apis/oauth.openshift.io/v1/oauthclients"},
+// Groups are the aggregated APIs the lab serves, one role each: the
+// groups, and the paths polled, of results.PolledBackends' aggregated
+// backends (the quorum-read ones; the cache-* variants poll the same
+// list), in their order, placed where OpenShift runs them.
+var Groups = groups(results.PolledBackends)
+
+// placements are where OpenShift runs each aggregated group's server: the
+// namespace of its Service and pods, and its component (log folder) name
+// (openshift/cluster-openshift-apiserver-operator,
+// openshift/cluster-authentication-operator).
+var placements = map[string]struct{ namespace, component string }{
+	"image.openshift.io": {"openshift-apiserver", "openshift-apiserver"},
+	"oauth.openshift.io": {"openshift-oauth-apiserver", "oauth-apiserver"},
+}
+
+// groups are the aggregated groups of ds the lab places (a group without a
+// placement is left out, and TestGroupsFollowTheBackends says so).
+func groups(ds []results.BackendDescriptor) []Group {
+	var out []Group
+	for _, d := range ds {
+		p, ok := placements[d.Group]
+		if !d.Aggregated || d.Cache || !ok {
+			continue
+		}
+		out = append(out, Group{Name: d.Group, Namespace: p.namespace, Component: p.component, Path: d.Path})
+	}
+	return out
 }
 
 // Group is one aggregated API as the lab deploys it.

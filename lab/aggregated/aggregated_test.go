@@ -5,6 +5,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/repro-tools/repro/lab/aggregated/server"
+	"github.com/repro-tools/repro/results"
 )
 
 // requires reads a go.mod's require lines into module -> version.
@@ -74,6 +77,33 @@ func TestSourcesHoldTheServerAndItsCommand(t *testing.T) {
 	for _, f := range []string{"server/server.go", "server/cmd/main.go", "go.sum.src"} {
 		if _, err := fs.Stat(Sources, f); err != nil {
 			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// Every aggregated backend repro polls is a group the lab serves, at the
+// path the backend polls, and one the server has a role for.
+func TestGroupsFollowTheBackends(t *testing.T) {
+	want := map[string]string{}
+	for _, d := range results.PolledBackends {
+		if d.Aggregated && !d.Cache {
+			want[d.Group] = d.Path
+		}
+	}
+	if len(Groups) != len(want) {
+		t.Fatalf("Groups %+v, the polled aggregated backends' groups %v: give a new group a placement", Groups, want)
+	}
+	for _, g := range Groups {
+		if g.Path != want[g.Name] || g.Namespace == "" || g.Component == "" {
+			t.Errorf("group %+v, polled path %q", g, want[g.Name])
+		}
+		r, ok := server.Roles[g.Name]
+		if !ok {
+			t.Errorf("the server has no role for %s (its groups: %v)", g.Name, server.GroupNames())
+			continue
+		}
+		if !strings.HasPrefix(g.Path, "/apis/"+g.Name+"/v1/") || !strings.HasSuffix(g.Path, "/"+r.Resource) {
+			t.Errorf("%s polls %s, which is not the server's %s", g.Name, g.Path, r.Resource)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -67,8 +68,16 @@ func (b *tcpBackend) stop() {
 
 func startTCP(t *testing.T, f Faults, backs ...*tcpBackend) *LB {
 	t.Helper()
-	opts := Options{Listen: "127.0.0.1:0", Policy: Faulty(f),
-		Health: HealthCheck{Protocol: HealthTCP, Interval: 40 * time.Millisecond, Timeout: 200 * time.Millisecond, HealthyThreshold: 2, UnhealthyThreshold: 2}}
+	return startLB(t, Options{}, f, 40*time.Millisecond, backs...)
+}
+
+// startLB starts a load balancer with opts in front of backs, with f's
+// faults and a TCP health check every interval, and waits until every
+// target is in service.
+func startLB(t *testing.T, opts Options, f Faults, interval time.Duration, backs ...*tcpBackend) *LB {
+	t.Helper()
+	opts.Listen, opts.Policy = "127.0.0.1:0", Faulty(f)
+	opts.Health = HealthCheck{Protocol: HealthTCP, Interval: interval, Timeout: 200 * time.Millisecond, HealthyThreshold: 2, UnhealthyThreshold: 2}
 	for _, b := range backs {
 		opts.Targets = append(opts.Targets, Target{Name: b.name, Addr: b.ln.Addr().String()})
 	}
@@ -77,14 +86,11 @@ func startTCP(t *testing.T, f Faults, backs ...*tcpBackend) *LB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	waitFor(t, "targets in service", func() bool {
-		for _, s := range l.Targets() {
-			if !s.InService() {
-				return false
-			}
-		}
-		return true
-	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := l.WaitInService(ctx); err != nil {
+		t.Fatal(err)
+	}
 	return l
 }
 
@@ -107,6 +113,22 @@ func dialAsk(t *testing.T, addr string, d time.Duration) (string, error) {
 	}
 	defer c.Close()
 	return ask(c, d)
+}
+
+// dialTo dials addr until a connection lands on the backend named name,
+// and returns it (one answered exchange in).
+func dialTo(t *testing.T, addr, name string) net.Conn {
+	t.Helper()
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := ask(c, time.Second); got == name {
+			return c
+		}
+		c.Close()
+	}
 }
 
 func isTimeout(err error) bool {
@@ -204,18 +226,7 @@ func TestBlackholeDropsNewAndEstablishedConnectionsToAStoppedTarget(t *testing.T
 	a, b := newTCPBackend(t, "a"), newTCPBackend(t, "b")
 	l := startTCP(t, Faults{Blackhole: hole, LateDeregistration: 5 * time.Second}, a, b)
 	// An established connection to a, idle longer than a stop's threshold.
-	var held net.Conn
-	for held == nil {
-		c, err := net.Dial("tcp", l.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := ask(c, time.Second); got == "a" {
-			held = c
-		} else {
-			c.Close()
-		}
-	}
+	held := dialTo(t, l.Addr(), "a")
 	defer held.Close()
 	time.Sleep(600 * time.Millisecond)
 	a.ln.Close()

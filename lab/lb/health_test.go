@@ -1,33 +1,18 @@
 package lb
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/repro-tools/repro/results"
 )
 
-// healthBuf is a bytes.Buffer safe for the LB's goroutines and the test.
-type healthBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *healthBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *healthBuf) signals(t *testing.T) []results.Signal {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// signals are the health records written to s (syncBuf, lb_test.go).
+func (s *syncBuf) signals(t *testing.T) []results.Signal {
 	var out []results.Signal
-	for _, line := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(s.String()), "\n") {
 		if line == "" {
 			continue
 		}
@@ -42,7 +27,7 @@ func (s *healthBuf) signals(t *testing.T) []results.Signal {
 
 func TestHealthRecordsAreSignals(t *testing.T) {
 	a, b := newTCPBackend(t, "a"), newTCPBackend(t, "b")
-	var buf healthBuf
+	var buf syncBuf
 	l, err := New(Options{Listen: "127.0.0.1:0", HealthRecords: &buf,
 		Health:  HealthCheck{Protocol: HealthTCP, Interval: 40 * time.Millisecond, Timeout: 200 * time.Millisecond, HealthyThreshold: 2, UnhealthyThreshold: 2},
 		Targets: []Target{{Name: "a", Addr: a.ln.Addr().String()}, {Name: "b", Addr: b.ln.Addr().String()}}})

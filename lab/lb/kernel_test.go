@@ -33,22 +33,7 @@ func needKernel(t *testing.T) {
 func startKernel(t *testing.T, f Faults, interval time.Duration, backs ...*tcpBackend) *LB {
 	t.Helper()
 	needKernel(t)
-	opts := Options{Listen: "127.0.0.1:0", Policy: Faulty(f), Kernel: true, Logger: zaptest.NewLogger(t),
-		Health: HealthCheck{Protocol: HealthTCP, Interval: interval, Timeout: 200 * time.Millisecond, HealthyThreshold: 2, UnhealthyThreshold: 2}}
-	for _, b := range backs {
-		opts.Targets = append(opts.Targets, Target{Name: b.name, Addr: b.ln.Addr().String()})
-	}
-	l, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := l.WaitInService(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return startLB(t, Options{Kernel: true, Logger: zaptest.NewLogger(t)}, f, interval, backs...)
 }
 
 // TestKernelSpreadsFlowsAndRecordsThem: new connections to the VIP reach
@@ -120,18 +105,7 @@ func TestKernelStoppedTargetRefuses(t *testing.T) {
 func TestKernelConnectionTermination(t *testing.T) {
 	backs := []*tcpBackend{newTCPBackend(t, "a"), newTCPBackend(t, "b")}
 	l := startKernel(t, Faults{ResetOnUnhealthy: true}, 40*time.Millisecond, backs...)
-	var onB net.Conn
-	for onB == nil {
-		c, err := net.Dial("tcp", l.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := ask(c, time.Second); got == "b" {
-			onB = c
-		} else {
-			c.Close()
-		}
-	}
+	onB := dialTo(t, l.Addr(), "b")
 	defer onB.Close()
 	// b's health check fails (its listener closes) but its established
 	// connection stays up on b's side: only the LB can end it.

@@ -315,6 +315,7 @@ func TestDialFailureResetsClientAndIsRecorded(t *testing.T) {
 	})
 }
 
+// syncBuf is a strings.Builder safe for the LB's goroutines and the test.
 type syncBuf struct {
 	mu sync.Mutex
 	sb strings.Builder

@@ -1,15 +1,11 @@
 package pki
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
 	"net"
 	"path/filepath"
-	"time"
 )
 
 // FrontProxyClientName is the front-proxy client certificate's CN, the one
@@ -55,38 +51,17 @@ func (b *Bundle) IssueAggregation(ip net.IP, serviceNames []string) (Aggregation
 	// The front-proxy CA is separate from the client CA, as on a cluster:
 	// a certificate from it proves "the aggregator forwarded this", which no
 	// ordinary client certificate may claim.
-	now := time.Now()
-	fpKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return a, err
-	}
-	fpTmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: "repro-lab-front-proxy-ca", Organization: []string{"repro"}},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true, IsCA: true,
-	}
-	fpDER, err := x509.CreateCertificate(rand.Reader, fpTmpl, fpTmpl, fpKey.Public(), fpKey)
-	if err != nil {
-		return a, err
-	}
-	fpCA, err := x509.ParseCertificate(fpDER)
+	fpCA, fpDER, fpKey, err := newCA("repro-lab-front-proxy-ca")
 	if err != nil {
 		return a, err
 	}
 	if err := writeCertKey(a.FrontProxyCA, filepath.Join(b.Dir, "front-proxy-ca.key"), fpDER, fpKey); err != nil {
 		return a, err
 	}
-	pcKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return a, err
-	}
-	pcDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: FrontProxyClientName},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+	pcDER, pcKey, err := issueLeaf(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: FrontProxyClientName},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, fpCA, pcKey.Public(), fpKey)
+	}, fpCA, fpKey)
 	if err != nil {
 		return a, err
 	}

@@ -2,8 +2,6 @@ package pki
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -13,7 +11,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"time"
 )
 
 // KubeletClient is the client certificate kube-apiserver presents to the
@@ -55,20 +52,7 @@ func (b *Bundle) sign(tmpl *x509.Certificate) ([]byte, *ecdsa.PrivateKey, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	now := time.Now()
-	tmpl.SerialNumber = serial()
-	tmpl.NotBefore = now.Add(-time.Hour)
-	tmpl.NotAfter = now.Add(7 * 24 * time.Hour)
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
-	if err != nil {
-		return nil, nil, err
-	}
-	return der, key, nil
+	return issueLeaf(tmpl, ca, caKey)
 }
 
 // IssueKubeletClient writes the apiservers' kubelet client certificate into

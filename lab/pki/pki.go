@@ -68,25 +68,7 @@ func Generate(dir string) (*Bundle, error) {
 		SAKey:       filepath.Join(dir, "sa.key"),
 		SAPub:       filepath.Join(dir, "sa.pub"),
 	}}
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "repro-lab-ca", Organization: []string{"repro"}},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(7 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
+	ca, caDER, caKey, err := newCA("repro-lab-ca")
 	if err != nil {
 		return nil, err
 	}
@@ -98,15 +80,7 @@ func Generate(dir string) (*Bundle, error) {
 	b.CAPool.AddCert(ca)
 
 	issue := func(tmpl *x509.Certificate, certPath, keyPath string) ([]byte, []byte, error) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, nil, err
-		}
-		tmpl.SerialNumber = serial()
-		tmpl.NotBefore = now.Add(-time.Hour)
-		tmpl.NotAfter = now.Add(7 * 24 * time.Hour)
-		tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+		der, key, err := issueLeaf(tmpl, ca, caKey)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -149,6 +123,53 @@ func Generate(dir string) (*Bundle, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// newCA makes a self-signed CA (organisation repro) named cn, valid for a
+// week from an hour ago.
+func newCA(cn string) (*x509.Certificate, []byte, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: cn, Organization: []string{"repro"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(7 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return ca, der, key, nil
+}
+
+// issueLeaf signs tmpl (its subject, SANs and extended key usage) with
+// ca's key for a fresh P-256 key, valid for a week from an hour ago.
+func issueLeaf(tmpl, ca *x509.Certificate, caKey *ecdsa.PrivateKey) ([]byte, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore = now.Add(-time.Hour)
+	tmpl.NotAfter = now.Add(7 * 24 * time.Hour)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	return der, key, nil
 }
 
 func serial() *big.Int {

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/repro-tools/repro/prober"
-	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/report/htmlreport"
+	"github.com/repro-tools/repro/report/write"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -159,10 +159,10 @@ func TestBrowserSynthetic(t *testing.T) {
 	bin := needBrowser(t)
 	dir := t.TempDir()
 	synthetic(t, dir, 3*time.Minute, standardGaps(3*time.Minute))
-	if _, err := report.Rebuild(dir); err != nil {
+	if _, err := write.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(dir, report.HTMLFile)
+	file := filepath.Join(dir, htmlreport.FileName)
 	p := readPage(t, file)
 	dom, took := chromium(t, bin, file, "", "--dump-dom")
 	d := drawn(t, dom)
@@ -216,7 +216,7 @@ func TestBrowserCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := report.WriteCompareHTML(f, []string{d1, d2}); err != nil {
+	if err := write.WriteCompareHTML(f, []string{d1, d2}); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -271,10 +271,10 @@ func TestBrowserLabRun(t *testing.T) {
 		}
 		t.Logf("lab run took %v", time.Since(start).Round(time.Second))
 	}
-	if _, err := report.Rebuild(dir); err != nil {
+	if _, err := write.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(dir, report.HTMLFile)
+	file := filepath.Join(dir, htmlreport.FileName)
 	p := readPage(t, file)
 	d := drawn(t, mustDOM(t, bin, file, ""))
 	checkDrawn(t, p, d)
@@ -377,11 +377,11 @@ func TestBrowserHourRun(t *testing.T) {
 	dir := t.TempDir()
 	synthetic(t, dir, time.Hour, standardGaps(time.Hour))
 	start := time.Now()
-	if _, err := report.Rebuild(dir); err != nil {
+	if _, err := write.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}
 	rebuild := time.Since(start)
-	file := filepath.Join(dir, report.HTMLFile)
+	file := filepath.Join(dir, htmlreport.FileName)
 	st, err := os.Stat(file)
 	if err != nil {
 		t.Fatal(err)
@@ -391,7 +391,7 @@ func TestBrowserHourRun(t *testing.T) {
 	if n := sumSamples(p); n != 216000 {
 		t.Fatalf("%d samples in the page, want 216000", n)
 	}
-	t.Logf("one-hour run: report.html %.2f MB (samples.jsonl %.1f MB); report.Rebuild with the page %v",
+	t.Logf("one-hour run: report.html %.2f MB (samples.jsonl %.1f MB); write.Rebuild with the page %v",
 		float64(st.Size())/1e6, float64(sst.Size())/1e6, rebuild.Round(time.Millisecond))
 	if st.Size() > 12<<20 {
 		t.Errorf("report.html is %d bytes", st.Size())
@@ -430,10 +430,10 @@ func TestBrowserProbeFolder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := report.Rebuild(dir); err != nil {
+	if _, err := write.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(dir, report.HTMLFile)
+	file := filepath.Join(dir, htmlreport.FileName)
 	p := readPage(t, file)
 	if r := p.Runs[0]; len(r.Nodes) != 0 || len(r.Stages) != 0 || len(r.Servers) != 0 {
 		t.Errorf("probe folder: nodes %v stages %v servers %v", r.Nodes, r.Stages, r.Servers)
@@ -477,10 +477,10 @@ func TestBrowserMetricLanes(t *testing.T) {
 	if err := f.CloseSignals(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := report.Rebuild(dir); err != nil {
+	if _, err := write.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(dir, report.HTMLFile)
+	file := filepath.Join(dir, htmlreport.FileName)
 	d := drawn(t, mustDOM(t, bin, file, ""))
 	lanes := strings.Split(d["metric-lanes"], "|")
 	if len(lanes) != 2 || !strings.Contains(lanes[0], ":3:360") || !strings.Contains(lanes[1], ":3:360") {

@@ -27,8 +27,8 @@
 // of failed, slow and gap-adjacent samples only; the rest are found in
 // samples.jsonl by their sequence number, which the page shows.
 //
-// This package does not import package report (report calls it from
-// Rebuild); report.WriteCompareHTML loads folders and calls WriteCompare.
+// This package does not import package report (report/write calls it from
+// Rebuild); write.WriteCompareHTML loads folders and calls WriteCompare.
 // The page's script records what it drew in data-* attributes of the
 // #drawn element, which the browser tests read from the dumped DOM.
 package htmlreport

@@ -10,9 +10,9 @@ import (
 	"github.com/repro-tools/repro/results"
 )
 
-// Run is one results folder as the page needs it. The report package fills
-// it from its own analysis (see report.Rebuild), so this package does not
-// depend on report and report can call it.
+// Run is one results folder as the page needs it. Package report/write fills
+// it from report's analysis (see write.Rebuild), so this package does not
+// depend on report and write can call it.
 type Run struct {
 	// Label names the run on a comparison page (e.g. the folder name).
 	Label string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/report/htmlreport"
+	"github.com/repro-tools/repro/report/write"
 )
 
 var dataRE = regexp.MustCompile(`const REPRO_DATA = "([A-Za-z0-9+/=]*)";`)
@@ -30,17 +31,17 @@ func pageOf(t testing.TB, html []byte) *htmlreport.Page {
 }
 
 // TestRebuildWritesReport checks report.html of a synthetic run against the
-// analysis report.Rebuild made of the same folder: one lane per
+// analysis write.Rebuild made of the same folder: one lane per
 // backend-connection with every sample, one bar per interval with its
 // exact length, one lane per node with its phases and termination events.
 func TestRebuildWritesReport(t *testing.T) {
 	dir := t.TempDir()
 	synthetic(t, dir, 3*time.Minute, standardGaps(3*time.Minute))
-	a, err := report.Rebuild(dir)
+	a, err := write.Rebuild(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	html, err := os.ReadFile(filepath.Join(dir, report.HTMLFile))
+	html, err := os.ReadFile(filepath.Join(dir, htmlreport.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestCompareAlignsOnTrigger(t *testing.T) {
 	s1 := synthetic(t, d1, 90*time.Second, standardGaps(90*time.Second))
 	s2 := synthetic(t, d2, 3*time.Minute, nil)
 	var buf bytes.Buffer
-	if err := report.WriteCompareHTML(&buf, []string{d1, d2}); err != nil {
+	if err := write.WriteCompareHTML(&buf, []string{d1, d2}); err != nil {
 		t.Fatal(err)
 	}
 	p := pageOf(t, buf.Bytes())
@@ -189,7 +190,7 @@ func TestCompareAlignsOnTrigger(t *testing.T) {
 	if r := p.Runs[0]; r.Label != "a" || len(r.Lanes[0].Bars) != 1 {
 		t.Errorf("run a: label %q, bars %d", r.Label, len(r.Lanes[0].Bars))
 	}
-	if err := report.WriteCompareHTML(&buf, nil); err == nil {
+	if err := write.WriteCompareHTML(&buf, nil); err == nil {
 		t.Error("no folders: want an error")
 	}
 }

@@ -1,4 +1,4 @@
-package report_test
+package write_test
 
 import (
 	"bufio"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/write"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -71,7 +71,7 @@ func BenchmarkReport1M(b *testing.B) {
 	b.SetBytes(size)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		a, err := report.Rebuild(dir)
+		a, err := write.Rebuild(dir)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package report
+package write
 
 import (
 	"fmt"
@@ -8,16 +8,17 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
 )
 
 // WriteSummary writes summary.txt: what ran, then per backend-connection
 // samples, failures, disrupted time, intervals, longest and error classes,
 // then every interval. run may be nil.
-func WriteSummary(w io.Writer, a *Analysis, run *results.Run) error {
+func WriteSummary(w io.Writer, a *report.Analysis, run *results.Run) error {
 	var b strings.Builder
 	withRows := *a
-	withRows.Pollers = append([]PollerSummary(nil), a.Pollers...)
+	withRows.Pollers = append([]report.PollerSummary(nil), a.Pollers...)
 	withRows.AddUnsampledPollers(run)
 	a = &withRows
 	if run != nil {
@@ -123,7 +124,7 @@ func WriteSummary(w io.Writer, a *Analysis, run *results.Run) error {
 // loss) before it could record how the run ended, or it is still running.
 // It names when the last sample was taken. It is "" for a run that
 // recorded its end.
-func Unfinished(run *results.Run, a *Analysis) string {
+func Unfinished(run *results.Run, a *report.Analysis) string {
 	if run == nil || run.Status != results.StatusRunning || run.End != nil {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package report_test
+package write_test
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/repro-tools/repro/report"
+	"github.com/repro-tools/repro/report/write"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestBadLineIsTheFirst(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, results.SamplesFile), []byte(strings.Repeat("{}\n", 1000)), 0o644)
-	_, err := report.Rebuild(dir)
+	_, err := write.Rebuild(dir)
 	if err == nil || !strings.Contains(err.Error(), "samples.jsonl line 1:") {
 		t.Errorf("1000 lines of {}: %v, want line 1 named", err)
 	}
@@ -26,7 +27,7 @@ func TestBadLineIsTheFirst(t *testing.T) {
 	good := mk("kube-api", results.NewConnections, 0, time.Millisecond, results.ClassNone)
 	line := string(good.AppendJSON(nil)) + "\n"
 	os.WriteFile(filepath.Join(dir, results.SamplesFile), []byte(line+"\n\n"+"garbage\n"+line), 0o644)
-	if _, err := report.Rebuild(dir); err == nil || !strings.Contains(err.Error(), "line 4:") {
+	if _, err := write.Rebuild(dir); err == nil || !strings.Contains(err.Error(), "line 4:") {
 		t.Errorf("bad line after two empty ones: %v, want line 4", err)
 	}
 }
@@ -37,7 +38,7 @@ func TestDuplicateLinesCountOnce(t *testing.T) {
 	ss := fixture()
 	dup := append(append([]results.Sample(nil), ss...), ss[:5]...)
 	writeSamples(t, dir, dup, "")
-	a, err := report.Rebuild(dir)
+	a, err := write.Rebuild(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestEveryPollerHasARow(t *testing.T) {
 	if err := f.WriteRun(run); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := report.Rebuild(dir); err != nil {
+	if _, err := write.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}
 	sum, _ := os.ReadFile(filepath.Join(dir, results.SummaryFile))
@@ -90,7 +91,7 @@ func TestKilledRunIsNamed(t *testing.T) {
 	if err := f.WriteRun(results.NewRun("probe", []string{"repro", "probe"}, t0)); err != nil {
 		t.Fatal(err)
 	}
-	a, err := report.Rebuild(dir)
+	a, err := write.Rebuild(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestNoSamplesSaysWhy(t *testing.T) {
 	run := results.NewRun("probe", []string{"repro", "probe"}, t0)
 	run.Finish(t0.Add(time.Second), results.StatusInterrupted)
 	f.WriteRun(run)
-	_, err := report.Rebuild(dir)
+	_, err := write.Rebuild(dir)
 	if err == nil || !strings.Contains(err.Error(), "is empty") || !strings.Contains(err.Error(), "interrupted before its first request") ||
 		strings.Contains(err.Error(), "partial") {
 		t.Errorf("empty samples of an interrupted run: %v", err)
@@ -126,7 +127,7 @@ func TestSamplesNotARegularFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := report.Rebuild(dir); done <- err }()
+	go func() { _, err := write.Rebuild(dir); done <- err }()
 	select {
 	case err := <-done:
 		if err == nil || !strings.Contains(err.Error(), "named pipe") {
@@ -153,7 +154,7 @@ func TestTextFromSamplesIsCleaned(t *testing.T) {
 		}
 	}
 	writeSamples(t, dir, ss, "")
-	if _, err := report.Rebuild(dir); err != nil {
+	if _, err := write.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{results.SummaryFile, results.IntervalsFile, results.BackendDisruptionFile} {

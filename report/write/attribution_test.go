@@ -1,4 +1,4 @@
-package report_test
+package write_test
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/report/htmlreport"
+	"github.com/repro-tools/repro/report/write"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -34,7 +35,7 @@ func TestSummaryAttributionSection(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, results.AttributionFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := report.Rebuild(dir); err != nil {
+	if _, err := write.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}
 	sum, _ := os.ReadFile(filepath.Join(dir, results.SummaryFile))
@@ -50,7 +51,7 @@ func TestSummaryAttributionSection(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
 		}
 	}
-	html, _ := os.ReadFile(filepath.Join(dir, report.HTMLFile))
+	html, _ := os.ReadFile(filepath.Join(dir, htmlreport.FileName))
 	m := regexp.MustCompile(`const REPRO_DATA = "([A-Za-z0-9+/=]*)";`).FindSubmatch(html)
 	if m == nil {
 		t.Fatal("no data in report.html")
@@ -71,7 +72,7 @@ func TestSummaryAttributionSection(t *testing.T) {
 
 	// Attribution that found nothing to attribute says so.
 	os.WriteFile(filepath.Join(dir, results.AttributionFile), nil, 0o644)
-	if _, err := report.Rebuild(dir); err != nil {
+	if _, err := write.Rebuild(dir); err != nil {
 		t.Fatal(err)
 	}
 	sum, _ = os.ReadFile(filepath.Join(dir, results.SummaryFile))
@@ -103,7 +104,7 @@ func TestVantagePollersStayApart(t *testing.T) {
 		t.Errorf("pollers %v", names)
 	}
 	var b strings.Builder
-	if err := report.WriteSummary(&b, a, nil); err != nil {
+	if err := write.WriteSummary(&b, a, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"Vantage points side by side", "BACKEND   CONNECTIONS  external-lb  http1-direct-master-0  http1-direct-master-1", "kube-api  new          0 / 0.000s   0 / 0.000s             0 / 0.000s"} {

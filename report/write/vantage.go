@@ -1,10 +1,11 @@
-package report
+package write
 
 import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -12,7 +13,7 @@ import (
 // type: "external-lb" for origin's legacy name, else the part of origin's
 // newer name between the backend and the connection type
 // ("http1-direct-master-0", "http1-internal-lb").
-func vantageOf(p PollerSummary) string {
+func vantageOf(p report.PollerSummary) string {
 	if p.Name == results.PollerName(p.Backend, p.Connection) {
 		return results.VantageExternalLB
 	}
@@ -24,13 +25,13 @@ func vantageOf(p PollerSummary) string {
 // polled from more than one: per backend and connection type, one column
 // per vantage with its failures and disrupted time. "external-lb fails
 // while direct to the same node answers" is the load balancer.
-func writeVantages(b *strings.Builder, a *Analysis) {
+func writeVantages(b *strings.Builder, a *report.Analysis) {
 	var cols []string
 	seen := map[string]bool{}
 	type row struct{ backend, conn string }
 	var rows []row
 	seenRow := map[row]bool{}
-	cell := map[row]map[string]PollerSummary{}
+	cell := map[row]map[string]report.PollerSummary{}
 	for _, p := range a.Pollers {
 		v := vantageOf(p)
 		if !seen[v] {
@@ -41,7 +42,7 @@ func writeVantages(b *strings.Builder, a *Analysis) {
 		if !seenRow[r] {
 			seenRow[r] = true
 			rows = append(rows, r)
-			cell[r] = map[string]PollerSummary{}
+			cell[r] = map[string]report.PollerSummary{}
 		}
 		cell[r][v] = p
 	}

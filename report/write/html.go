@@ -1,4 +1,4 @@
-package report
+package write
 
 import (
 	"bytes"
@@ -7,18 +7,14 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/report/htmlreport"
 	"github.com/repro-tools/repro/results"
 )
 
-// HTMLFile is the self-contained page Rebuild writes into every results
-// folder: the timeline of every backend-connection and node, latency plots
-// and the summary, with script, style and data embedded (no network).
-const HTMLFile = htmlreport.FileName
-
 // htmlRun gathers what the page needs of one results folder; ps are its
 // intervals' placements in the rollout (none without a timeline).
-func htmlRun(d *folderData, label string, ps []Placement) (*htmlreport.Run, error) {
+func htmlRun(d *folderData, label string, ps []report.Placement) (*htmlreport.Run, error) {
 	f, run, a, tl, sb := d.folder, d.run, d.analysis, d.timeline, d.servedBy
 	in := &htmlreport.Run{
 		Label:         label,
@@ -84,7 +80,7 @@ func htmlRun(d *folderData, label string, ps []Placement) (*htmlreport.Run, erro
 }
 
 // writeHTML writes report.html into the folder.
-func writeHTML(d *folderData, ps []Placement) error {
+func writeHTML(d *folderData, ps []report.Placement) error {
 	f := d.folder
 	in, err := htmlRun(d, filepath.Base(f.Dir()), ps)
 	if err != nil {
@@ -94,7 +90,7 @@ func writeHTML(d *folderData, ps []Placement) error {
 	if err := htmlreport.WriteRun(&buf, in); err != nil {
 		return fmt.Errorf("report.html: %w", err)
 	}
-	return f.WriteFile(HTMLFile, buf.Bytes())
+	return f.WriteFile(htmlreport.FileName, buf.Bytes())
 }
 
 // WriteCompareHTML writes one self-contained page comparing the results
@@ -114,9 +110,9 @@ func WriteCompareHTML(w io.Writer, dirs []string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", dir, err)
 		}
-		var ps []Placement
+		var ps []report.Placement
 		if len(d.timeline.Events) > 0 {
-			ps = Place(d.analysis.Intervals, d.timeline)
+			ps = report.Place(d.analysis.Intervals, d.timeline)
 		}
 		in, err := htmlRun(d, filepath.Base(filepath.Clean(dir)), ps)
 		if err != nil {

@@ -1,4 +1,4 @@
-package report
+package write
 
 import (
 	"encoding/xml"
@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/repro-tools/repro/report"
 )
 
 type junitSuites struct {
@@ -34,28 +36,13 @@ type junitFailure struct {
 	Text    string `xml:",chardata"`
 }
 
-// OverLimit lists the pollers whose total disruption exceeds limit (a limit
-// of zero or less disables the check).
-func OverLimit(a *Analysis, limit time.Duration) []PollerSummary {
-	if limit <= 0 {
-		return nil
-	}
-	var over []PollerSummary
-	for _, p := range a.Pollers {
-		if p.Disrupted > limit {
-			over = append(over, p)
-		}
-	}
-	return over
-}
-
 // WriteJUnit writes junit.xml: one test case per backend-connection, named as
 // origin names its disruption tests, failing when the poller's disruption is
 // over limit (limit <= 0: the cases only report).
-func WriteJUnit(w io.Writer, suite string, a *Analysis, limit time.Duration) error {
+func WriteJUnit(w io.Writer, suite string, a *report.Analysis, limit time.Duration) error {
 	s := junitSuite{Name: suite, Time: fmt.Sprintf("%.3f", a.To.Sub(a.From).Seconds())}
 	over := map[string]bool{}
-	for _, p := range OverLimit(a, limit) {
+	for _, p := range report.OverLimit(a, limit) {
 		over[p.Name] = true
 	}
 	for _, p := range a.Pollers {
@@ -88,7 +75,7 @@ func WriteJUnit(w io.Writer, suite string, a *Analysis, limit time.Duration) err
 }
 
 // disruptionText lists a poller's intervals for a failing test case.
-func disruptionText(a *Analysis, name string) string {
+func disruptionText(a *report.Analysis, name string) string {
 	var b strings.Builder
 	for i := range a.Intervals {
 		iv := &a.Intervals[i]

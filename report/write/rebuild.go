@@ -1,4 +1,4 @@
-package report
+package write
 
 import (
 	"bytes"
@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/repro-tools/repro/origin"
+	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/report/htmlreport"
 	"github.com/repro-tools/repro/results"
 )
 
 // ExtraIntervals produces interval items to merge into intervals.json, e.g.
 // the rollout timeline from events.jsonl.
-type ExtraIntervals func(f *results.Folder, a *Analysis) ([]origin.Interval, error)
+type ExtraIntervals func(f *results.Folder, a *report.Analysis) ([]origin.Interval, error)
 
 // RebuildOption configures Rebuild.
 type RebuildOption func(*rebuildConfig)
@@ -46,8 +47,8 @@ type summarySection struct {
 }
 
 // AddSummarySection registers a section of summary.txt written from the
-// rebuilt folder dir; a package that report cannot import (diagnose, which
-// reads report's files) adds its own this way.
+// rebuilt folder dir; a package that write cannot import (diagnose, which
+// reads the files written here) adds its own this way.
 // report.html shows the same text under title.
 func AddSummarySection(title string, fn func(dir string, w io.Writer) error) {
 	summarySections = append(summarySections, summarySection{title, fn})
@@ -60,7 +61,7 @@ func AddSummarySection(title string, fn func(dir string, w io.Writer) error) {
 // placed in it (placements.json and a section of summary.txt) and, on the
 // lab, attributed to the apiservers its requests went to. A folder without
 // samples is an error.
-func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
+func Rebuild(dir string, opts ...RebuildOption) (*report.Analysis, error) {
 	var cfg rebuildConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -85,14 +86,10 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 	if err := f.WriteFile(results.IntervalsFile, buf.Bytes()); err != nil {
 		return nil, err
 	}
-	lb := ""
-	if run != nil {
-		if v, ok := run.Extra["loadBalancerType"].(string); ok {
-			lb = v
-		}
-	}
 	buf.Reset()
-	if err := WriteBackendDisruption(&buf, BackendDisruptionFor(a, lb)); err != nil {
+	// Each poller's load balancer is its vantage (PollerSummary.Vantage,
+	// from its samples); the others are origin's external-lb.
+	if err := WriteBackendDisruption(&buf, BackendDisruptionFor(a)); err != nil {
 		return nil, err
 	}
 	if err := f.WriteFile(results.BackendDisruptionFile, buf.Bytes()); err != nil {
@@ -112,6 +109,8 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 	suite := "repro"
 	if run != nil {
 		suite = "repro " + run.Command
+		// The scenario's name has no typed field in results yet: scenarios
+		// records it under run.json's extra (Run.SetExtra("scenario")).
 		if sc, ok := run.Extra["scenario"].(string); ok {
 			suite += " " + sc
 		}
@@ -119,7 +118,7 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 	if err := WriteJUnit(&buf, suite, a, limit); err != nil {
 		return nil, err
 	}
-	if err := f.WriteFile(JUnitFile, buf.Bytes()); err != nil {
+	if err := f.WriteFile(results.JUnitFile, buf.Bytes()); err != nil {
 		return nil, err
 	}
 	buf.Reset()
@@ -127,10 +126,10 @@ func Rebuild(dir string, opts ...RebuildOption) (*Analysis, error) {
 		return nil, err
 	}
 	buf.Write(originSection)
-	var ps []Placement
+	var ps []report.Placement
 	if len(tl.Events) > 0 {
-		ps = Place(a.Intervals, tl)
-		if err := attributeServedBy(f, ps, d.servedBy); err != nil {
+		ps = report.Place(a.Intervals, tl)
+		if err := report.AttributeServedBy(f, ps, d.servedBy); err != nil {
 			return nil, err
 		}
 		section, err := writeRollout(f, a, tl, ps)
@@ -178,8 +177,8 @@ func RebuildOrigin(dir string) ([]string, error) {
 type folderData struct {
 	folder   *results.Folder
 	run      *results.Run // nil without run.json
-	analysis *Analysis
-	timeline *Timeline
+	analysis *report.Analysis
+	timeline *report.Timeline
 	servedBy results.LBConnections // nil without lb-connections.jsonl
 	// sections are the registered summary sections, for report.html.
 	sections []htmlreport.Section
@@ -202,16 +201,16 @@ func loadFolder(dir string) (*folderData, error) {
 		}
 		d.run = nil
 	}
-	if d.analysis, err = LoadSamples(f.Path(results.SamplesFile)); err != nil {
-		if errors.Is(err, ErrNoSamples) {
+	if d.analysis, err = report.LoadSamples(f.Path(results.SamplesFile)); err != nil {
+		if errors.Is(err, report.ErrNoSamples) {
 			return nil, fmt.Errorf("%v; nothing to report: %s", err, whyNoSamples(d.run))
 		}
 		return nil, err
 	}
-	if d.timeline, err = LoadTimeline(f); err != nil {
+	if d.timeline, err = report.LoadTimeline(f); err != nil {
 		return nil, err
 	}
-	if d.servedBy, err = loadServedBy(f); err != nil {
+	if d.servedBy, err = results.ReadLBConnections(f.Path(results.LBConnectionsFile)); err != nil {
 		return nil, err
 	}
 	return d, nil
