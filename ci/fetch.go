@@ -298,9 +298,12 @@ func appendOnce(list []string, s string) []string {
 	return append(list, s)
 }
 
-// prowJob is the part of prowjob.json that names the ci-operator target
-// (openshift-eng/ai-helpers download_timelines.py extract_target).
-type prowJob struct {
+// ProwJob is the part of prowjob.json (sigs.k8s.io/prow ProwJob) that the
+// fetcher and the importer read.
+type ProwJob struct {
+	Metadata struct {
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
 	Spec struct {
 		Job     string `json:"job"`
 		PodSpec struct {
@@ -309,20 +312,35 @@ type prowJob struct {
 			} `json:"containers"`
 		} `json:"pod_spec"`
 	} `json:"spec"`
+	Status struct {
+		URL   string `json:"url"`
+		State string `json:"state"`
+	} `json:"status"`
+}
+
+// Target returns the ci-operator target the job runs: the first non-empty
+// --target= of its containers' arguments (openshift-eng/ai-helpers
+// download_timelines.py extract_target), "" when none. The run's artifacts
+// are under artifacts/<target>/.
+func (pj *ProwJob) Target() string {
+	for _, ct := range pj.Spec.PodSpec.Containers {
+		for _, a := range ct.Args {
+			if t, ok := strings.CutPrefix(a, "--target="); ok && t != "" {
+				return t
+			}
+		}
+	}
+	return ""
 }
 
 // Target returns the ci-operator --target= of a prowjob.json.
 func Target(prowjob []byte) (string, error) {
-	var pj prowJob
+	var pj ProwJob
 	if err := json.Unmarshal(prowjob, &pj); err != nil {
 		return "", fmt.Errorf("prowjob.json: %v", err)
 	}
-	for _, ct := range pj.Spec.PodSpec.Containers {
-		for _, a := range ct.Args {
-			if t, ok := strings.CutPrefix(a, "--target="); ok && t != "" {
-				return t, nil
-			}
-		}
+	if t := pj.Target(); t != "" {
+		return t, nil
 	}
 	return "", errors.New("prowjob.json names no ci-operator --target= in spec.pod_spec.containers[].args")
 }

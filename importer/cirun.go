@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/repro-tools/repro/ci"
 	"github.com/repro-tools/repro/origin"
 	"github.com/repro-tools/repro/results"
 )
@@ -124,26 +125,6 @@ func readSmallJSON(path string, v any) error {
 	return nil
 }
 
-// prowJob is the part of prowjob.json read here (sigs.k8s.io/prow
-// ProwJob).
-type prowJob struct {
-	Metadata struct {
-		Labels map[string]string `json:"labels"`
-	} `json:"metadata"`
-	Spec struct {
-		Job     string `json:"job"`
-		PodSpec *struct {
-			Containers []struct {
-				Args []string `json:"args"`
-			} `json:"containers"`
-		} `json:"pod_spec"`
-	} `json:"spec"`
-	Status struct {
-		URL   string `json:"url"`
-		State string `json:"state"`
-	} `json:"status"`
-}
-
 // started and finished are prow's started.json and finished.json
 // (sigs.k8s.io/prow pkg/pod-utils/gcs metadata).
 type started struct {
@@ -206,7 +187,7 @@ func OpenCIRun(dir string) (*CIRun, error) {
 			break
 		}
 	}
-	var pj prowJob
+	var pj ci.ProwJob
 	switch err := readSmallJSON(filepath.Join(dir, "prowjob.json"), &pj); {
 	case err == nil:
 		for k, v := range pj.Metadata.Labels {
@@ -218,14 +199,8 @@ func OpenCIRun(dir string) (*CIRun, error) {
 		if r.ProwURL == "" {
 			r.ProwURL = pj.Status.URL
 		}
-		if r.Target == "" && pj.Spec.PodSpec != nil {
-			for _, c := range pj.Spec.PodSpec.Containers {
-				for _, a := range c.Args {
-					if t, ok := strings.CutPrefix(a, "--target="); ok {
-						r.Target = t
-					}
-				}
-			}
+		if r.Target == "" {
+			r.Target = pj.Target()
 		}
 	case os.IsNotExist(err):
 		r.Missing = append(r.Missing, "prowjob.json")
