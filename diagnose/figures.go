@@ -433,7 +433,6 @@ func (f *Figures) lbVerdicts(path string, tl *report.Timeline) error {
 				continue
 			}
 			end := w.Ready
-			verdict := "none"
 			var first time.Time
 			for _, t := range resets[w.Node] {
 				if t.Before(w.Terminating) || (!end.IsZero() && t.After(end)) {
@@ -443,13 +442,7 @@ func (f *Figures) lbVerdicts(path string, tl *report.Timeline) error {
 					first = t
 				}
 			}
-			if !first.IsZero() {
-				verdict = "after-detection"
-				if first.Sub(w.Terminating) <= f.Detection {
-					verdict = "within-detection"
-				}
-			}
-			f.LBVerdicts[verdict]++
+			f.LBVerdicts[f.lbVerdict(w.Terminating, first)]++
 		}
 	}
 	return nil

@@ -62,6 +62,19 @@ func lbHealthRecords(sigs []results.Signal) (map[string][]healthRecord, []string
 	return out, srcs
 }
 
+// lbVerdict is the load balancer's verdict on a node it took out at down
+// (zero: never) after the node's SIGTERM: "none", "within-detection" (no
+// later than the health check's detection time) or "after-detection".
+func (f *Figures) lbVerdict(terminating, down time.Time) string {
+	switch {
+	case down.IsZero():
+		return "none"
+	case down.Sub(terminating) <= f.Detection:
+		return "within-detection"
+	}
+	return "after-detection"
+}
+
 // lbHealth places each rolled node's health records against its rollout:
 // the first unhealthy one after its SIGTERM gives the LB's verdict (as the
 // lab LB's resets did before there were records), and the first healthy
@@ -96,14 +109,7 @@ func (f *Figures) lbHealth(recs map[string][]healthRecord, sources []string, tl 
 					break
 				}
 			}
-			v := "none"
-			if !down.IsZero() {
-				v = "after-detection"
-				if down.Sub(w.Terminating) <= f.Detection {
-					v = "within-detection"
-				}
-			}
-			verdicts[v]++
+			verdicts[f.lbVerdict(w.Terminating, down)]++
 			switch {
 			case up.IsZero() || w.Ready.IsZero():
 				f.HealthyVsReady["unknown"]++
