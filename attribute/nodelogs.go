@@ -151,7 +151,11 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	if n > 0 {
 		b.timer.Reset(CallTimeout)
 	}
-	if err != nil && err != io.EOF && context.Cause(b.ctx) == b.silent {
+	// Once the silence timer cancelled the request, an end of the body is
+	// that cancel's doing, not the log's end: over HTTP/2 the server's
+	// handler may see the stream reset and close it cleanly before the
+	// client marks the read cancelled, and the read then ends in io.EOF.
+	if err != nil && context.Cause(b.ctx) == b.silent {
 		err = b.silent
 	}
 	return n, err
