@@ -12,13 +12,6 @@ import (
 // (origin's thisInstanceName, "openshift-tests" there): who sampled.
 const DisruptionInstance = "repro"
 
-// DisruptionLocator returns the locator origin gives a legacy backend
-// sampler (LocateDisruptionCheck): type Disruption with the stored name, the
-// connection type and the sampling instance.
-func DisruptionLocator(name string, conn results.ConnectionType) origin.Locator {
-	return OriginBackend(name, "", conn, false, "", "").Locator()
-}
-
 // OriginBackend names a poller as origin's samplers name themselves: the
 // legacy locator for HTTP/1.1 through the external load balancer, and for
 // anything else origin's newer one (openshift/origin pkg/disruption/ci

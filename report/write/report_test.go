@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/repro-tools/repro/internal/testkit"
 	"github.com/repro-tools/repro/origin"
 	"github.com/repro-tools/repro/report"
 	"github.com/repro-tools/repro/report/internal/reporttest"
@@ -125,18 +126,7 @@ func TestGoldenSummary(t *testing.T) {
 
 func writeSamples(t testing.TB, dir string, ss []results.Sample, tail string) {
 	t.Helper()
-	w, err := results.CreateJSONL(filepath.Join(dir, results.SamplesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range ss {
-		if err := w.Write(&ss[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteJSONL(t, filepath.Join(dir, results.SamplesFile), ss)
 	if tail != "" {
 		f, _ := os.OpenFile(filepath.Join(dir, results.SamplesFile), os.O_APPEND|os.O_WRONLY, 0)
 		f.WriteString(tail)
