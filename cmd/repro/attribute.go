@@ -182,7 +182,7 @@ type attributeProgress struct {
 func newAttributeProgress(ctx context.Context, log *zap.Logger) *attributeProgress {
 	ap := &attributeProgress{log: log, bars: map[string]*mpb.Bar{}}
 	if term.IsTerminal(int(os.Stderr.Fd())) {
-		ap.p = mpb.NewWithContext(context.WithoutCancel(ctx), mpb.WithOutput(os.Stderr), mpb.WithRefreshRate(250*time.Millisecond), mpb.WithWidth(24))
+		ap.p = newBars(context.WithoutCancel(ctx), os.Stderr, 24)
 	}
 	return ap
 }

@@ -703,7 +703,7 @@ func newFetchBar(ctx context.Context, w io.Writer) *fetchBar {
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return b
 	}
-	b.p = mpb.NewWithContext(ctx, mpb.WithOutput(w), mpb.WithRefreshRate(250*time.Millisecond), mpb.WithWidth(30))
+	b.p = newBars(ctx, w, 30)
 	b.bar = b.p.AddBar(0,
 		mpb.PrependDecorators(decor.Name("fetching "), decor.Any(func(decor.Statistics) string {
 			return fmt.Sprintf("%d/%d objects", b.done.Load(), b.objects.Load())

@@ -27,6 +27,12 @@ type progressDisplay struct {
 	sink *logSink
 }
 
+// newBars is the container every progress display of repro draws its bars
+// in: on w, redrawn four times a second, each bar width columns wide.
+func newBars(ctx context.Context, w io.Writer, width int) *mpb.Progress {
+	return mpb.NewWithContext(ctx, mpb.WithOutput(w), mpb.WithRefreshRate(250*time.Millisecond), mpb.WithWidth(width))
+}
+
 // startProgress starts rendering. total is the planned run length (0 when
 // it runs until interrupted). Call finish when the prober is done.
 // view, when not nil, adds the run's stage and one line per node of the
@@ -40,7 +46,7 @@ func startProgress(ctx context.Context, pr *prober.Prober, total time.Duration, 
 		go d.lineLoop(pr, total, view)
 		return d
 	}
-	p := mpb.NewWithContext(context.WithoutCancel(ctx), mpb.WithOutput(os.Stderr), mpb.WithRefreshRate(250*time.Millisecond), mpb.WithWidth(24))
+	p := newBars(context.WithoutCancel(ctx), os.Stderr, 24)
 	// Every log line, the lab's and client-go's too, goes through the
 	// container: it prints above the bars, which are redrawn below it. A
 	// line written to stderr past the container would leave a stale copy
