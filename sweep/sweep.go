@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/repro-tools/repro/report/compare"
+	"github.com/repro-tools/repro/report/htmlreport"
 	"github.com/repro-tools/repro/results"
 )
 
@@ -38,7 +39,8 @@ const (
 	TableFile = "sweep.txt"
 	JSONFile  = "sweep.json"
 	PlotFile  = "sweep.svg"
-	HTMLFile  = "report.html"
+	// HTMLFile is the sweep's page, named as every folder's page is.
+	HTMLFile = htmlreport.FileName
 )
 
 // Options describe a sweep.
