@@ -283,11 +283,18 @@ func (s *supervised) startLoops(what string, sync func(context.Context) error) {
 	go func() { defer l.bg.Done(); s.kubeletLoop(l.ctx, what, sync) }()
 }
 
-// probing says whether the readiness probe's verdict counts: while a
-// process runs, and for a Deployment's pod not once it is terminating
-// (terminate took it out of its endpoints). Called with mu held.
+// probing says whether the readiness probe's verdict counts: once the
+// start's own readiness check passed (for a replica that check is stricter
+// than /readyz: a replica whose /readyz passes may not yet trust the
+// aggregator's front-proxy identity and answers its requests as
+// system:anonymous, so the probe must not put it in its endpoints first),
+// and for a Deployment's pod not once it is terminating (terminate took it
+// out of its endpoints). Called with mu held.
 func (s *supervised) probing() bool {
-	return s.endpoints == nil || (s.life != nil && s.life.Terminating.IsZero())
+	if s.life == nil || s.life.Ready.IsZero() {
+		return false
+	}
+	return s.endpoints == nil || s.life.Terminating.IsZero()
 }
 
 // probeLoop is the pod's readiness probe: GET readyz every ProbeInterval

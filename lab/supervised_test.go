@@ -160,3 +160,54 @@ func TestSupervisedExitAtStartCarriesTheLogTail(t *testing.T) {
 		t.Fatalf("start while stopping: %v", err)
 	}
 }
+
+// The readiness probe (plain /readyz) does not put a replica in its
+// endpoints before its start's own, stricter check passed: a replica whose
+// /readyz passes may not trust the aggregator's front-proxy identity yet,
+// and answers what the aggregator proxies to it as system:anonymous (403).
+func TestSupervisedProbeWaitsForTheStartsCheck(t *testing.T) {
+	var s *supervised
+	var early atomic.Value
+	s = testSupervised(t, func(context.Context) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.ready && s.life.Ready.IsZero() {
+			early.Store("endpoints written ready before the start's check passed")
+		}
+		return nil
+	})
+	s.lab.opts.ProbeInterval = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.probeLoop(ctx)
+	var life ProcessLife
+	ln := s.testLaunch(t, "serve", &life)
+	// The stand-in's /readyz answers 200 at once; the start's check
+	// refuses for 20 probe intervals more.
+	var refusedUntil time.Time
+	ln.check = func(ctx context.Context, hc *http.Client) (int, error) {
+		code, err := get(ctx, hc, s.readyz)
+		if err != nil || code != http.StatusOK {
+			return code, err
+		}
+		if refusedUntil.IsZero() {
+			refusedUntil = time.Now().Add(20 * s.lab.opts.ProbeInterval)
+		}
+		if time.Now().Before(refusedUntil) {
+			return http.StatusForbidden, nil
+		}
+		return http.StatusOK, nil
+	}
+	if err := s.start(context.Background(), ln); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := early.Load().(string); w != "" {
+		t.Fatal(w)
+	}
+	s.mu.Lock()
+	ready := s.ready
+	s.mu.Unlock()
+	if !ready {
+		t.Fatal("not ready after the start's check passed")
+	}
+}
