@@ -23,7 +23,14 @@ type LBConnection struct {
 	Opened time.Time `json:"opened"`
 	// Closed is zero for a connection still open when the run ended.
 	Closed time.Time `json:"closed"`
+	// ClosedBy is LBClosedByDial for a flow whose handshake never
+	// completed: a failed dial's.
+	ClosedBy string `json:"closedBy,omitempty"`
 }
+
+// LBClosedByDial is the ClosedBy of a connection that was never
+// established: the target refused it, or never answered.
+const LBClosedByDial = "dial"
 
 // LBConnections indexes a run's forwarded connections by client address (as
 // the load balancer saw it: on the lab, the prober's local address), each
@@ -77,9 +84,11 @@ const RecordLag = time.Second
 // while it runs; either was still open when the request was sent. Of two
 // connections from the same address and port that fit (a port reused
 // within the request), the later one is taken. Only when none had opened
-// by end does a record stamped within RecordLag after it count, the
-// earliest such: a refused dial's flow, stamped after the dial returned,
-// rather than a later connection that reused its port.
+// by end does a record stamped within RecordLag after it count, and only a
+// failed dial's (ClosedBy LBClosedByDial), the earliest: the refused dial
+// itself, stamped after it returned. A connection that merely reused the
+// port after a dial the LB has no record of (its SYN dropped before
+// conntrack kept it) is not that request's.
 func (c LBConnections) Target(client string, start, end time.Time) string {
 	best, late := "", ""
 	var lateAt time.Time
@@ -88,7 +97,7 @@ func (c LBConnections) Target(client string, start, end time.Time) string {
 		case !r.Closed.IsZero() && r.Closed.Before(start):
 		case !r.Opened.After(end):
 			best = r.Target
-		case r.Opened.Sub(end) <= RecordLag && (late == "" || r.Opened.Before(lateAt)):
+		case r.ClosedBy == LBClosedByDial && r.Opened.Sub(end) <= RecordLag && (late == "" || r.Opened.Before(lateAt)):
 			late, lateAt = r.Target, r.Opened
 		}
 	}

@@ -43,8 +43,9 @@ func TestLBConnectionsMergeOpenAndClose(t *testing.T) {
 	// (conntrack's event comes later); the earliest flow stamped within
 	// RecordLag is the dial's, not one that reused the port after it.
 	refused := filepath.Join(t.TempDir(), LBConnectionsFile)
-	err = os.WriteFile(refused, []byte(`{"event":"close","id":1,"client":"127.0.0.1:7000","target":"master-1","action":"forward","opened":"2026-12-04T01:00:00.000400Z","closed":"2026-12-04T01:00:00.000450Z","closedBy":"lb"}
-{"event":"close","id":2,"client":"127.0.0.1:7000","target":"master-2","action":"forward","opened":"2026-12-04T01:00:00.600Z","closed":"2026-12-04T01:00:00.700Z"}
+	err = os.WriteFile(refused, []byte(`{"event":"close","id":1,"client":"127.0.0.1:7000","target":"master-1","action":"forward","opened":"2026-12-04T01:00:00.000400Z","closed":"2026-12-04T01:00:00.000450Z","closedBy":"dial","error":"connection refused"}
+{"event":"close","id":2,"client":"127.0.0.1:7000","target":"master-2","action":"forward","opened":"2026-12-04T01:00:00.600Z","closed":"2026-12-04T01:00:00.700Z","closedBy":"client"}
+{"event":"close","id":3,"client":"127.0.0.1:7001","target":"master-2","action":"forward","opened":"2026-12-04T01:00:00.013Z","closed":"2026-12-04T01:00:00.018Z","closedBy":"client"}
 `), 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +57,11 @@ func TestLBConnectionsMergeOpenAndClose(t *testing.T) {
 	dial := time.Date(2026, 12, 4, 1, 0, 0, 0, time.UTC)
 	if got := rc.Target("127.0.0.1:7000", dial, dial.Add(300*time.Microsecond)); got != "master-1" {
 		t.Errorf("a refused dial stamped after it returned: %q, want master-1", got)
+	}
+	// A dial whose SYN the LB dropped has no record; a connection that
+	// reused its port 13 ms later is not its (measured in a blackhole run).
+	if got := rc.Target("127.0.0.1:7001", dial.Add(-2720*time.Millisecond), dial); got != "" {
+		t.Errorf("a dial with no record of its own, its port reused after it: %q, want none", got)
 	}
 	if got := rc.Target("127.0.0.1:7000", dial.Add(-2*RecordLag), dial.Add(-2*RecordLag+time.Millisecond)); got != "" {
 		t.Errorf("a request long before any flow from its address: %q, want none", got)

@@ -657,9 +657,16 @@ func (k *kernel) event(ev conntrack.Event) {
 		c.mu.Unlock()
 		return
 	}
-	if (by == "reset" || by == "peer-reset") && c.active.Load() == 0 {
-		// Reset before the handshake completed: the target refused it.
+	if c.active.Load() == 0 && (by == "reset" || by == "peer-reset" || by == "lb") {
+		// Ended before the handshake completed: the client's dial failed.
+		// Reset, or destroyed with the target's answer counted (its RST),
+		// the target refused it; destroyed with nothing from the target,
+		// the SYN went unanswered. A dial's flow is the one record a client
+		// whose dial failed can be matched to, so it is told apart here.
 		by, errText = "dial", "connection refused"
+		if ev.Type == conntrack.EventDestroy && f.CountersReply.Bytes == 0 {
+			errText = "no answer"
+		}
 	}
 	c.rec.Closed, c.rec.ClosedBy, c.rec.Error = now, by, errText
 	c.mu.Unlock()

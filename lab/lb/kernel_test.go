@@ -3,6 +3,7 @@ package lb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -79,12 +80,28 @@ func TestKernelStoppedTargetRefuses(t *testing.T) {
 	// Checks 300 ms apart: the LB routes to b for 300-600 ms after it stopped.
 	l := startKernel(t, Faults{}, 300*time.Millisecond, backs...)
 	backs[1].stop()
+	// Each dial binds its port before it connects, as the lab's pollers do,
+	// so a refused one still knows the address its SYN left from.
+	var port int
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) {
+			port = 0
+			if syscall.Bind(int(fd), &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}) != nil {
+				return
+			}
+			if sa, err := syscall.Getsockname(int(fd)); err == nil {
+				port = sa.(*syscall.SockaddrInet4).Port
+			}
+		})
+	}}
+	var refusedFrom []string
 	refused, answered := 0, 0
 	for i := 0; i < 40 && !unhealthy(l, "b"); i++ {
-		c, err := net.Dial("tcp", l.Addr())
+		c, err := d.Dial("tcp", l.Addr())
 		switch {
 		case errors.Is(err, syscall.ECONNREFUSED):
 			refused++
+			refusedFrom = append(refusedFrom, fmt.Sprintf("127.0.0.1:%d", port))
 		case err != nil:
 			t.Fatalf("dial: %v, want success or connection refused", err)
 		default:
@@ -97,6 +114,17 @@ func TestKernelStoppedTargetRefuses(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Errorf("no connect refused before b turned unhealthy (%d answered by a)", answered)
+	}
+	// Each refused dial has its record, to b, as a failed dial's: what
+	// ties a refused request to the apiserver it was sent to.
+	for _, from := range refusedFrom {
+		waitFor(t, "the record of the refused dial from "+from, func() bool {
+			rs := l.ConnectionsFrom(from)
+			return len(rs) > 0 && !rs[len(rs)-1].Closed.IsZero()
+		})
+		if r := l.ConnectionsFrom(from); r[len(r)-1].Target != "b" || r[len(r)-1].ClosedBy != "dial" || r[len(r)-1].Error != "connection refused" {
+			t.Errorf("refused dial from %s recorded as %+v, want to b, closed by dial, connection refused", from, r[len(r)-1])
+		}
 	}
 }
 

@@ -157,8 +157,9 @@ type ConnRecord struct {
 	BytesUp   int64 `json:"bytesUp"`
 	BytesDown int64 `json:"bytesDown"`
 	// ClosedBy says which side ended it: client, target, reset (the LB reset
-	// it on a health transition), lb (the LB stopped), dial (the target
-	// refused the connection), peer-reset (the kernel LB saw a TCP reset
+	// it on a health transition), lb (the LB stopped), dial (the client's
+	// connection was never established: the target refused it or, through
+	// the kernel LB, never answered its SYN), peer-reset (the kernel LB saw a TCP reset
 	// from the client or the target, not one of its own).
 	ClosedBy string `json:"closedBy,omitempty"`
 	Error    string `json:"error,omitempty"`
