@@ -265,15 +265,23 @@ func WriteText(w io.Writer, r *Result) error {
 		fmt.Fprintf(&b, "     timing:   %s\n     ruled out by: %s\n     source:   %s\n", a.Timing, a.RuledOutBy, a.Source)
 	}
 	b.WriteString("\n  Ruled out:\n")
-	any := false
+	// Mechanisms ruled out by the same figure share its line (with no
+	// failed sample, every one but healthy), in rank order.
+	var reasons []string
+	names := map[string][]string{}
 	for _, a := range r.Mechanisms {
 		if a.Verdict != Inconsistent {
 			continue
 		}
-		any = true
-		fmt.Fprintf(&b, "    %s: %s\n", a.Name, a.Against[0])
+		if names[a.Against[0]] == nil {
+			reasons = append(reasons, a.Against[0])
+		}
+		names[a.Against[0]] = append(names[a.Against[0]], a.Name)
 	}
-	if !any {
+	for _, why := range reasons {
+		fmt.Fprintf(&b, "    %s: %s\n", strings.Join(names[why], ", "), why)
+	}
+	if len(reasons) == 0 {
 		b.WriteString("    none\n")
 	}
 	if m := r.Figures.serverMetricsLine(); m != "" {

@@ -131,6 +131,15 @@ func TestHealthyHasNothingToExplain(t *testing.T) {
 	if len(r.Indistinct) != 0 {
 		t.Errorf("indistinct %v with nothing to explain", r.Indistinct)
 	}
+	// The text rules them out on one line, not one line each.
+	var b strings.Builder
+	if err := WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	ruled := b.String()[strings.Index(b.String(), "Ruled out:"):]
+	if n := strings.Count(ruled, "nothing for it to explain"); n != 1 || !strings.Contains(ruled, r.Mechanisms[1].Name+", ") {
+		t.Errorf("ruled out %d times over, want once for all:\n%s", n, ruled)
+	}
 }
 
 // With attribution, the storage hypotheses' verdict check is tested and
