@@ -18,7 +18,14 @@ import (
 // and that address is the only thing that ties a refused request to the
 // apiserver it was sent to ("served by"). A live run has no such records
 // and dials as net/http does.
-func WithBoundDials(on bool) Option { return func(c *config) { c.boundDials = on } }
+func WithBoundDials(on bool) Option {
+	return func(c *config) {
+		c.sources = nil
+		if on {
+			c.sources = &sourceAddrs{}
+		}
+	}
+}
 
 // sourceAddrs caches the source address the kernel's routing picks for a
 // remote address: a connected UDP socket learns it without sending a

@@ -66,7 +66,9 @@ type config struct {
 	log          *zap.Logger
 	userAgent    string
 	bufferSize   int
-	boundDials   bool
+	// sources, set by WithBoundDials, is the one source-address cache
+	// every poller's dialer binds through.
+	sources *sourceAddrs
 }
 
 // WithInterval sets the time between two scheduled requests of each poller
@@ -338,8 +340,8 @@ func newClient(rc *rest.Config, tlsCfg *tls.Config, ct results.ConnectionType, c
 	if ct == results.NewConnections {
 		dialer.KeepAlive = -1
 	}
-	if c.boundDials {
-		dialer.ControlContext = new(sourceAddrs).bindControl
+	if c.sources != nil {
+		dialer.ControlContext = c.sources.bindControl
 	}
 	proxy := http.ProxyFromEnvironment
 	if rc.Proxy != nil {
