@@ -41,6 +41,8 @@ import (
 	"github.com/ti-mo/netfilter"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/repro-tools/repro/results"
 )
 
 // KernelTable prefixes the nftables table each kernel LB owns, named
@@ -663,7 +665,7 @@ func (k *kernel) event(ev conntrack.Event) {
 		// the target refused it; destroyed with nothing from the target,
 		// the SYN went unanswered. A dial's flow is the one record a client
 		// whose dial failed can be matched to, so it is told apart here.
-		by, errText = "dial", "connection refused"
+		by, errText = results.LBClosedByDial, "connection refused"
 		if ev.Type == conntrack.EventDestroy && f.CountersReply.Bytes == 0 {
 			errText = "no answer"
 		}

@@ -40,6 +40,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/repro-tools/repro/results"
 )
 
 // Target is one backend, identified by name (the node name in the lab).
@@ -579,13 +581,13 @@ func (l *LB) handle(client net.Conn) {
 			}
 			if l.discard(client, hold) {
 				// The drop window ended: the target's refusal gets through.
-				l.finish(c, "dial", err, true)
+				l.finish(c, results.LBClosedByDial, err, true)
 				return
 			}
 			l.finish(c, "client", err, false)
 			return
 		}
-		l.finish(c, "dial", err, true)
+		l.finish(c, results.LBClosedByDial, err, true)
 		return
 	}
 	c.mu.Lock()
