@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	"github.com/aws/smithy-go"
 	configv1 "github.com/openshift/api/config/v1"
+
+	"github.com/repro-tools/repro/results"
 )
 
 // APIPort is kube-apiserver's port behind the API load balancers; the
@@ -87,18 +89,7 @@ func NewClient(ctx context.Context, region string, optFns ...func(*elbv2.Options
 }
 
 // TargetGroup is one of the cluster's API target groups.
-type TargetGroup struct {
-	Name string
-	ARN  string
-	// LoadBalancer is the load balancer's name, Scheme "internal" or
-	// "internet-facing".
-	LoadBalancer string
-	Scheme       string
-	Port         int32
-	// Owned says the group carries the cluster's ownership tag
-	// kubernetes.io/cluster/<infraID>.
-	Owned bool
-}
+type TargetGroup = results.AWSTargetGroup
 
 // Discover finds the cluster's API target groups (port 6443), internal and
 // external. The installer names the API load balancers "<infraID>-int" and

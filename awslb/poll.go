@@ -55,14 +55,7 @@ type Poller struct {
 }
 
 // Stats says how a polling went.
-type Stats struct {
-	Polls     int `json:"polls"`
-	Throttled int `json:"throttled"`
-	Errors    int `json:"errors"`
-	Records   int `json:"records"`
-	// MaxGap is the longest time between two answered polls of a group.
-	MaxGap time.Duration `json:"maxGap"`
-}
+type Stats = results.AWSLBPollStats
 
 type seen struct {
 	state, reason, desc string

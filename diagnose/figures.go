@@ -262,10 +262,10 @@ func Measure(dir string) (*Figures, error) {
 	// origin's sampler: 34 s per request, 4/5 of it per phase.
 	fig.HeaderTimeout = 34 * time.Second * 4 / 5
 	if run, err := f.ReadRun(); err == nil && run != nil {
-		if d, err := time.ParseDuration(fmt.Sprint(run.Settings["probeTimeout"])); err == nil && d > 0 {
+		if d := run.Settings.ProbeTimeout.D(); d > 0 {
 			fig.HeaderTimeout = d * 4 / 5
 		}
-		if l := run.Lab(); l != nil {
+		if l := run.Extra.Lab; l != nil {
 			fig.Lab = "healthy"
 			if l.Profile != "" {
 				fig.Lab = l.Profile

@@ -512,6 +512,7 @@ func WriteCIFolder(dir string, rr *CIRunReport, o OutOptions) error {
 		files = append(files, f)
 	}
 	r.Files = files
+	o.CI = rr.Run
 	if err := WriteFolder(dir, r, rr.Placements, o); err != nil {
 		return err
 	}

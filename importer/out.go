@@ -205,6 +205,10 @@ type OutOptions struct {
 	Pattern string
 	// Command is the command line recorded in run.json.
 	Command []string
+	// CI labels the CI run the files came from (nil for files given
+	// alone); with it, run.json names the job, the versions and the
+	// platform, so every reader of the folder says what was measured.
+	CI *CIRun
 }
 
 // WriteFolder writes a results folder from one run: samples.jsonl
@@ -331,19 +335,21 @@ func WriteFolder(dir string, r Run, ps []Placement, o OutOptions) error {
 	}
 	run := results.NewRun("import", o.Command, from)
 	run.Finish(to, results.StatusComplete)
-	run.Settings = map[string]any{"interval": "1s", "resolution": "1s: origin's sampler polls once a second and its files keep whole seconds"}
+	run.Settings = results.Settings{Interval: results.Duration(time.Second), Resolution: "1s: origin's sampler polls once a second and its files keep whole seconds"}
 	var files []string
 	for _, fl := range r.Files {
 		files = append(files, fl.Path)
 	}
-	run.SetExtra("importedFrom", "origin")
-	run.SetExtra("jobRun", r.Name)
+	run.Extra.Imported = results.Imported{ImportedFrom: "origin", JobRun: r.Name, Files: files, Pattern: o.Pattern}
 	if unsetEnds > 0 {
-		run.SetExtra("unsetEnds", fmt.Sprintf("%d Error interval(s) with no end (\"to\": null) count as zero length, as origin counts them", unsetEnds))
+		run.Extra.UnsetEnds = fmt.Sprintf("%d Error interval(s) with no end (\"to\": null) count as zero length, as origin counts them", unsetEnds)
 	}
-	run.SetExtra("files", files)
-	if o.Pattern != "" {
-		run.SetExtra("pattern", o.Pattern)
+	if c := o.CI; c != nil {
+		run.Extra.CI = &results.CIRunLabel{Job: c.Job, Build: c.Build, Result: c.Result, FromVersion: c.FromVersion, ToVersion: c.ToVersion, ProwURL: c.ProwURL}
+		run.Extra.Target = "cluster"
+		if c.ToVersion != "" || c.Platform != "" {
+			run.Extra.Cluster = &results.ClusterRecord{OpenShift: true, Version: c.ToVersion, Platform: c.Platform}
+		}
 	}
 	if err := f.WriteRun(run); err != nil {
 		return err

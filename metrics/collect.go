@@ -12,18 +12,7 @@ import (
 
 // Report is what collecting a run's metrics cost and found, for run.json
 // (extra "metrics").
-type Report struct {
-	// Interval is the scrape interval; Scrape the scraper's counters.
-	Interval string `json:"scrapeInterval,omitempty"`
-	Scrape   *Stats `json:"scrape,omitempty"`
-	// Monitoring names the Prometheus read after the run ("" when none),
-	// Query what that cost, QueryErrors the queries that failed and
-	// NotRead why it was not read at all.
-	Monitoring  string   `json:"monitoring,omitempty"`
-	Query       *Cost    `json:"query,omitempty"`
-	QueryErrors []string `json:"queryErrors,omitempty"`
-	NotRead     string   `json:"notRead,omitempty"`
-}
+type Report = results.MetricsReport
 
 // StartScraping runs s into the folder's signals writer until the returned
 // function is called, which waits for the last scrape and returns the

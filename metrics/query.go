@@ -50,11 +50,7 @@ type Querier struct {
 }
 
 // Cost is what querying took: queries sent, seconds spent, bytes read.
-type Cost struct {
-	Queries int           `json:"queries"`
-	Elapsed time.Duration `json:"elapsedNs"`
-	Bytes   int64         `json:"bytes"`
-}
+type Cost = results.QueryCost
 
 // NewQuerier reads from address (http(s)://host[:port][/prefix]) through
 // rt (nil: a default transport).

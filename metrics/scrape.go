@@ -96,13 +96,7 @@ type Scraper struct {
 }
 
 // Stats is what scraping cost and found.
-type Stats struct {
-	Scrapes  int64 `json:"scrapes"`
-	Failures int64 `json:"failures"`
-	// Bytes counts the bodies read, Signals the lines written.
-	Bytes   int64 `json:"bytes"`
-	Signals int64 `json:"signals"`
-}
+type Stats = results.ScrapeCounts
 
 // Stats returns the counters so far.
 func (s *Scraper) Stats() Stats {

@@ -510,8 +510,8 @@ func (a *Analysis) AddUnsampledPollers(run *results.Run) {
 	if run == nil {
 		return
 	}
-	backends := stringList(run.Settings["backends"])
-	http2, _ := run.Settings["http2"].(bool)
+	backends := run.Settings.Backends
+	http2 := run.Settings.HTTP2
 	have := map[string]bool{}
 	defaultTarget := true
 	for _, p := range a.Pollers {
@@ -525,7 +525,7 @@ func (a *Analysis) AddUnsampledPollers(run *results.Run) {
 		conn          results.ConnectionType
 	}
 	var wants []want
-	if names := stringList(run.Settings["pollers"]); len(names) > 0 {
+	if names := run.Settings.Pollers; len(names) > 0 {
 		for _, n := range names {
 			w := want{name: n}
 			for _, b := range backends {
@@ -558,23 +558,6 @@ func (a *Analysis) AddUnsampledPollers(run *results.Run) {
 	if added {
 		sort.SliceStable(a.Pollers, func(i, j int) bool { return pollerLess(a.Pollers[i], a.Pollers[j]) })
 	}
-}
-
-// stringList reads a JSON list of strings as decoded into an any.
-func stringList(v any) []string {
-	switch l := v.(type) {
-	case []string:
-		return l
-	case []any:
-		out := make([]string, 0, len(l))
-		for _, x := range l {
-			if s, ok := x.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
 }
 
 // OverLimit lists the pollers whose total disruption exceeds limit (a limit

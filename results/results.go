@@ -177,8 +177,8 @@ type Run struct {
 	// Error is why a failed run failed.
 	Error string `json:"error,omitempty"`
 	// Settings records the parameters that shape the samples (interval,
-	// probe timeout, backends, protocol).
-	Settings map[string]any `json:"settings,omitempty"`
+	// probe timeout, backends, protocol) and the scenario's timings.
+	Settings Settings `json:"settings,omitzero"`
 	// Auth is how the client authenticated (token, client-certificate,
 	// exec:<command>, auth-provider:<name>, basic, none), never the secret.
 	// A bearer token is checked through the oauth-apiserver on OpenShift,
@@ -192,9 +192,9 @@ type Run struct {
 	Credentials *Credentials `json:"credentials,omitempty"`
 	// Clock is the server's clock against ours, measured before the run.
 	Clock *Clock `json:"clock,omitempty"`
-	// Extra is for later producers: cluster version, platform, scenario,
-	// iterations. Keys are free-form; values any JSON.
-	Extra map[string]any `json:"extra,omitempty"`
+	// Extra is what the run ran on (cluster or lab), its scenario, and
+	// what each producer of evidence recorded.
+	Extra Extra `json:"extra,omitzero"`
 }
 
 // Clock is the API server's clock minus ours, measured from the Date
@@ -232,14 +232,6 @@ func (c Clock) String() string {
 		s += ", inconsistent: the servers disagree"
 	}
 	return s + ")"
-}
-
-// SetExtra records a free-form fact about the run in run.json's "extra".
-func (r *Run) SetExtra(key string, value any) {
-	if r.Extra == nil {
-		r.Extra = map[string]any{}
-	}
-	r.Extra[key] = value
 }
 
 // Tool identifies the binary from its build information.
@@ -309,7 +301,12 @@ func (f *Folder) ReadRun() (*Run, error) {
 	}
 	var r Run
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("read %s: %v", f.Path(RunFile), err)
+		// A field of another type (an older or newer folder's) is left
+		// zero and the rest is still read: the decoder goes on past it.
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			return nil, fmt.Errorf("read %s: %v", f.Path(RunFile), err)
+		}
 	}
 	return &r, nil
 }
@@ -437,7 +434,7 @@ func rootCause(err error) string {
 // rollout loses requests, and the probe timeout. It is "" for a run on a
 // cluster, so every reader of a results folder states the scale the same way.
 func (r *Run) LabLine() string {
-	l := r.Lab()
+	l := r.Extra.Lab
 	if l == nil {
 		return ""
 	}
@@ -453,10 +450,7 @@ func (r *Run) LabLine() string {
 		}
 		return strconv.Itoa(n)
 	}
-	profile := l.Profile
-	if profile == "" {
-		profile = "healthy"
-	}
+	profile := l.ProfileName()
 	timing := str(l.Timing)
 	if f := num(l.TimingFactor); f != "?" && f != "1" {
 		timing += " (AWS durations / " + f + ")"
@@ -464,8 +458,8 @@ func (r *Run) LabLine() string {
 		timing += " (AWS durations as they are)"
 	}
 	probe := "?"
-	if v, ok := r.Settings["probeTimeout"]; ok {
-		probe = fmt.Sprint(v)
+	if r.Settings.ProbeTimeout != 0 {
+		probe = r.Settings.ProbeTimeout.String()
 	}
 	kube := ""
 	if l.KubeVersion != "" {
@@ -477,6 +471,6 @@ func (r *Run) LabLine() string {
 		lb = l.LB
 	}
 	return fmt.Sprintf(kube+"profile %s, timing %s, %s load balancer: shutdown delay %s, grace %s, LB health check every %s (timeout %s, %s/%s), probe timeout %s",
-		profile, timing, lb, str(l.ShutdownDelay), str(l.GracePeriod), str(l.LBHealthInterval), str(l.LBHealthTimeout),
-		num(l.LBHealthyThreshold), num(l.LBUnhealthyThreshold), probe)
+		profile, timing, lb, str(l.Knob("shutdown-delay")), str(l.Knob("grace-period")), str(l.Knob("lb-health-interval")),
+		str(l.Knob("lb-health-timeout")), str(l.Knob("lb-healthy-threshold")), str(l.Knob("lb-unhealthy-threshold")), probe)
 }

@@ -44,7 +44,7 @@ func TestRunRoundTrip(t *testing.T) {
 	start := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 	r := results.NewRun("probe", []string{"repro", "probe", "--token", "s3cr3t", "--password=hunter2", "--duration", "1m"}, start)
 	r.Server = "https://api.example:6443"
-	r.SetExtra("scenario", "baseline")
+	r.Extra.Scenario = "baseline"
 	r.Finish(start.Add(time.Minute), results.StatusInterrupted)
 	if err := f.WriteRun(r); err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func TestRunRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"repro", "probe", "--token", "REDACTED", "--password=REDACTED", "--duration", "1m"}
-	if !reflect.DeepEqual(back.Args, want) || back.Status != "interrupted" || back.Extra["scenario"] != "baseline" || !back.End.Equal(start.Add(time.Minute)) {
+	if !reflect.DeepEqual(back.Args, want) || back.Status != "interrupted" || back.Extra.Scenario != "baseline" || !back.End.Equal(start.Add(time.Minute)) {
 		t.Errorf("round trip: %+v", back)
 	}
 	if back.Tool.Name != "repro" || back.Tool.GoVersion == "" {
@@ -153,13 +153,13 @@ func TestDefaultDir(t *testing.T) {
 // balancer ran; a run recorded before there was a choice ran the proxy.
 func TestLabLineNamesTheLoadBalancer(t *testing.T) {
 	for _, c := range []struct {
-		lab  map[string]any
+		lab  *results.LabRecord
 		want string
 	}{
-		{map[string]any{"lb": "kernel", "timing": "fast", "timingFactor": 10}, "kernel load balancer"},
-		{map[string]any{"timing": "fast", "timingFactor": 10}, "proxy load balancer"},
+		{&results.LabRecord{LB: "kernel", Timing: "fast", TimingFactor: 10}, "kernel load balancer"},
+		{&results.LabRecord{Timing: "fast", TimingFactor: 10}, "proxy load balancer"},
 	} {
-		r := &results.Run{Extra: map[string]any{"lab": c.lab}}
+		r := &results.Run{Extra: results.Extra{Lab: c.lab}}
 		if got := r.LabLine(); !strings.Contains(got, c.want) {
 			t.Errorf("LabLine() = %q, want it to name the %s", got, c.want)
 		}
@@ -178,11 +178,11 @@ func TestRecordsReadAnOldFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := r.Lab()
+	l := r.Extra.Lab
 	if l == nil {
-		t.Fatal("Lab() = nil for a lab run")
+		t.Fatal("Extra.Lab = nil for a lab run")
 	}
-	if l.Profile != "healthy" || l.Nodes != 3 || l.ShutdownDelay != "12.9s" || l.LBUnhealthyThreshold != 2 || l.TimingFactor != 10 || l.LB != "" || !reflect.DeepEqual(l.Sets, []string{"lb-health-interval=1s"}) {
+	if l.Profile != "healthy" || l.Nodes != 3 || l.Knob("shutdown-delay") != "12.9s" || l.Knob("lb-unhealthy-threshold") != "2" || l.TimingFactor != 10 || l.LB != "" || !reflect.DeepEqual(l.Sets, []string{"lb-health-interval=1s"}) {
 		t.Errorf("Lab() = %+v", l)
 	}
 	if iv, ok := l.KnobDuration("lb-health-interval"); !ok || iv != time.Second {
@@ -191,7 +191,10 @@ func TestRecordsReadAnOldFolder(t *testing.T) {
 	if n, ok := l.KnobInt("lb-unhealthy-threshold"); !ok || n != 2 {
 		t.Errorf("KnobInt(lb-unhealthy-threshold) = %v, %v", n, ok)
 	}
-	if c := r.Cluster(); c == nil || c.ServerVersion != "v1.34.4" || c.OpenShift {
+	if r.Settings.ProbeTimeout.D() != 3400*time.Millisecond {
+		t.Errorf("Settings.ProbeTimeout = %v, want 3.4s", r.Settings.ProbeTimeout)
+	}
+	if c := r.Extra.Cluster; c == nil || c.ServerVersion != "v1.34.4" || c.OpenShift {
 		t.Errorf("Cluster() = %+v", c)
 	}
 	want := "profile healthy, timing fast (AWS durations / 10), proxy load balancer: shutdown delay 12.9s, grace 19.4s, LB health check every 1s (timeout 1s, 2/2), probe timeout 3.4s"
@@ -210,11 +213,9 @@ func TestRecordsRoundTrip(t *testing.T) {
 	}
 	r := results.NewRun("run", nil, time.Now())
 	in := &results.LabRecord{Profile: "etcd-stall", Sets: []string{}, Nodes: 3, LB: "kernel", Knobs: map[string]string{"lb-health-interval": "1s"}, TimingFactor: 10}
-	r.SetLab(in)
-	r.SetCluster(results.ClusterRecord{ServerVersion: "v1.34.4"})
-	if got := r.Lab(); !reflect.DeepEqual(got, in) {
-		t.Errorf("in process: Lab() = %+v, want %+v", got, in)
-	}
+	r.Extra.Lab = in
+	r.Extra.Cluster = &results.ClusterRecord{ServerVersion: "v1.34.4"}
+	r.Settings.ProbeTimeout = results.Duration(3400 * time.Millisecond)
 	if err := f.WriteRun(r); err != nil {
 		t.Fatal(err)
 	}
@@ -222,14 +223,18 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := back.Lab(); !reflect.DeepEqual(got, in) {
-		t.Errorf("read back: Lab() = %+v, want %+v", got, in)
+	if got := back.Extra.Lab; !reflect.DeepEqual(got, in) {
+		t.Errorf("read back: Extra.Lab = %+v, want %+v", got, in)
 	}
-	if _, ok := back.Extra["lab"].(map[string]any)["lbHealthInterval"]; !ok {
-		t.Errorf("run.json's lab record lost the key lbHealthInterval: %v", back.Extra["lab"])
+	raw, _ := os.ReadFile(f.Path(results.RunFile))
+	// The keys earlier folders used, and durations as Go's text.
+	for _, key := range []string{`"knobs"`, `"lb-health-interval": "1s"`, `"probeTimeout": "3.4s"`, `"serverVersion": "v1.34.4"`} {
+		if !strings.Contains(string(raw), key) {
+			t.Errorf("run.json lacks %s:\n%s", key, raw)
+		}
 	}
-	if c := back.Cluster(); c == nil || c.ServerVersion != "v1.34.4" {
-		t.Errorf("read back: Cluster() = %+v", c)
+	if c := back.Extra.Cluster; c == nil || c.ServerVersion != "v1.34.4" {
+		t.Errorf("read back: Extra.Cluster = %+v", c)
 	}
 }
 

@@ -58,7 +58,7 @@ func (s *Session) prepareAWSLB(ctx context.Context, p *prepared) error {
 		s.Log.Warn("could not list the control-plane nodes; load balancer records name instance IDs", zap.Error(err))
 	}
 	p.awslb = poller
-	p.run.SetExtra("awsLB", map[string]any{"infrastructureName": cl.InfraID, "region": cl.Region, "targetGroups": groups})
+	p.run.Extra.AWSLB = &results.AWSLBRecord{InfrastructureName: cl.InfraID, Region: cl.Region, TargetGroups: groups}
 	return nil
 }
 
@@ -102,7 +102,7 @@ func (s *Session) startEvidence(ctx context.Context, p *prepared, folder *result
 		stop()
 		if awsDone != nil {
 			st := <-awsDone
-			run.SetExtra("awsLBPolling", st)
+			run.Extra.AWSLBPolling = &st
 		}
 		if waitControl != nil {
 			sigs, err := waitControl()
@@ -112,7 +112,8 @@ func (s *Session) startEvidence(ctx context.Context, p *prepared, folder *result
 			for _, sig := range sigs {
 				emit(sig)
 			}
-			run.SetExtra("measuringUnreliableWindows", len(sigs))
+			n := len(sigs)
+			run.Extra.MeasuringUnreliableWindows = &n
 		}
 	}
 }

@@ -114,7 +114,8 @@ func (mr *metricsRun) finish(ctx context.Context, out io.Writer, s *Session, run
 		if err := mr.folder.CloseSignals(); err != nil {
 			mr.log.Warn("closing signals.jsonl", zap.Error(err))
 		}
-		run.SetExtra("metrics", mr.report)
+		rep := mr.report
+		run.Extra.Metrics = &rep
 		if err := mr.folder.WriteRun(run); err != nil {
 			mr.log.Warn("recording the metrics' cost in run.json", zap.Error(err))
 		}

@@ -51,7 +51,10 @@ func (p *Plan) onLab(s *Session, l *lab.Lab, folder *results.Folder) {
 	s.Target = Target{Config: l.RESTConfig(), Lab: labSettings(l, p.Lab.Sets)}
 	s.BeforeFinish = func(run *results.Run) {
 		// The fault windows the lab applied, to line up with the gaps.
-		run.SetExtra("labFaults", l.FaultEvents())
+		run.Extra.LabFaults = nil
+		for _, e := range l.FaultEvents() {
+			run.Extra.LabFaults = append(run.Extra.LabFaults, results.LabFault(e))
+		}
 		if err := keepLabLogs(l, folder); err != nil {
 			p.Log.Warn("could not copy the apiserver logs into the results", zap.Error(err))
 		}
@@ -95,10 +98,7 @@ func labSettings(l *lab.Lab, sets []string) *results.LabRecord {
 	o := l.Options()
 	return &results.LabRecord{
 		Sets:  append([]string{}, sets...),
-		Nodes: o.Nodes, ShutdownDelay: o.ShutdownDelay.String(), GracePeriod: o.GracePeriod.String(),
-		MinReadyTime: o.MinReadyTime.String(), LBHealthInterval: o.Health.Interval.String(),
-		LBHealthTimeout: o.Health.Timeout.String(), LBHealthyThreshold: o.Health.HealthyThreshold,
-		LBUnhealthyThreshold: o.Health.UnhealthyThreshold, KubeAPIServer: o.KubeAPIServer,
+		Nodes: o.Nodes, KubeAPIServer: o.KubeAPIServer,
 		Timing: o.Timing.Name, TimingFactor: o.Timing.Factor,
 		Profile: o.Profile, Knobs: lab.Settings(o), LB: l.LBKind(),
 		// The release as the binary reported it, and whether it is the

@@ -195,31 +195,28 @@ func (s *Session) prepare(ctx context.Context) (*prepared, error) {
 		c := s.Target.Credentials
 		run.Credentials = &c
 	}
-	run.Settings = map[string]any{
-		"interval": s.Polling.Interval.String(), "probeTimeout": s.Polling.ProbeTimeout.String(),
-		"backends": backendNames(s.Polling.Backends), "http2": s.Polling.HTTP2, "pollers": p.prober.PollerNames(),
-		"inFlightBound": prober.InFlightBound(s.Polling.ProbeTimeout, s.Polling.Interval),
-		"baseline":      s.Timings.Baseline.String(),
-		"maxDisruption": s.MaxDisruption.String(),
+	maxDis := results.Duration(s.MaxDisruption)
+	run.Settings = results.Settings{
+		Interval: results.Duration(s.Polling.Interval), ProbeTimeout: results.Duration(s.Polling.ProbeTimeout),
+		Backends: backendNames(s.Polling.Backends), HTTP2: s.Polling.HTTP2, Pollers: p.prober.PollerNames(),
+		InFlightBound: prober.InFlightBound(s.Polling.ProbeTimeout, s.Polling.Interval),
+		Baseline:      results.Duration(s.Timings.Baseline),
+		MaxDisruption: &maxDis,
 	}
+	x := &run.Extra
 	if s.Scenario.Rollout {
-		run.Settings["coolDown"] = s.Timings.CoolDown.String()
-		run.Settings["followTimeout"] = s.Timings.FollowTimeout.String()
-		run.Settings["settle"] = s.Timings.Settle.String()
-		run.SetExtra("iterations", s.Iterations)
-		run.SetExtra("runID", s.RunID)
-		run.SetExtra("revisionBefore", p.status.LatestAvailableRevision)
+		run.Settings.CoolDown = results.Duration(s.Timings.CoolDown)
+		run.Settings.FollowTimeout = results.Duration(s.Timings.FollowTimeout)
+		run.Settings.Settle = results.Duration(s.Timings.Settle)
+		x.Iterations, x.RunID, x.RevisionBefore = s.Iterations, s.RunID, p.status.LatestAvailableRevision
 	}
-	run.SetExtra("scenario", s.Scenario.Name)
-	run.SetCluster(p.info)
+	x.Scenario = s.Scenario.Name
+	info := p.info
+	x.Cluster = &info
 	if s.Target.Live {
-		run.SetExtra("target", "cluster")
-		if s.Target.Context != "" {
-			run.SetExtra("context", s.Target.Context)
-		}
+		x.Target, x.Context = "cluster", s.Target.Context
 	} else {
-		run.SetExtra("target", "lab")
-		run.SetLab(s.Target.Lab)
+		x.Target, x.Lab = "lab", s.Target.Lab
 	}
 	p.run = run
 	if err := s.prepareAWSLB(ctx, p); err != nil {

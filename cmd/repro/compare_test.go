@@ -78,7 +78,7 @@ func writeCompareFolder(t *testing.T, dir string, iterations int, gap time.Durat
 		t.Fatal(err)
 	}
 	run := results.NewRun("run", []string{"repro", "run"}, base)
-	run.SetExtra("target", "lab")
+	run.Extra.Target = "lab"
 	run.Finish(end, results.StatusComplete)
 	if err := f.WriteRun(run); err != nil {
 		t.Fatal(err)

@@ -62,8 +62,8 @@ func TestMetricsEtcdStallShowsOnMaster1Only(t *testing.T) {
 	}
 
 	run := readRun(t, pr.dir)
-	t.Logf("metrics cost: %v", run.Extra["metrics"])
-	if run.Extra["metrics"] == nil {
+	t.Logf("metrics cost: %+v", run.Extra.Metrics)
+	if run.Extra.Metrics == nil {
 		t.Error("run.json records no metrics cost")
 	}
 }

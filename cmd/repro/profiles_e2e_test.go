@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,7 +39,7 @@ type profileRun struct {
 	// lab holds the lab's effective settings, as run.json records them.
 	lab    labRecord
 	a      *report.Analysis
-	faults []lab.FaultEvent
+	faults []results.LabFault
 	places []report.Placement
 }
 
@@ -78,7 +77,7 @@ func loadProfileRun(t *testing.T, out, profile string) profileRun {
 	t.Helper()
 	r := readRun(t, out)
 	pr := profileRun{dir: out}
-	remarshal(t, r.Extra["lab"], &pr.lab)
+	remarshal(t, r.Extra.Lab, &pr.lab)
 	if pr.lab.Profile != profile || len(pr.lab.Knobs) != len(lab.KnobKeys()) || pr.lab.Timing != lab.TimingFast.Name {
 		t.Fatalf("run.json lab settings: %+v, want profile %s, fast timing and every knob", pr.lab, profile)
 	}
@@ -89,12 +88,13 @@ func loadProfileRun(t *testing.T, out, profile string) profileRun {
 		t.Fatalf("run.json lab lb %q, want kernel (root; this process would pick %s)", pr.lab.LB, want)
 	}
 	t.Logf("%s: %s load balancer", profile, pr.lab.LB)
-	probe, err := time.ParseDuration(fmt.Sprint(r.Settings["probeTimeout"]))
-	if want := lab.TimingFast.Scale(prober.DefaultProbeTimeout); err != nil || probe != want {
-		t.Fatalf("run.json probe timeout %v (%v), want origin's %v on the fast scale, %v", r.Settings["probeTimeout"], err, prober.DefaultProbeTimeout, want)
+	probe := r.Settings.ProbeTimeout.D()
+	if want := lab.TimingFast.Scale(prober.DefaultProbeTimeout); probe != want {
+		t.Fatalf("run.json probe timeout %v, want origin's %v on the fast scale, %v", probe, prober.DefaultProbeTimeout, want)
 	}
 	pr.header = probe * 4 / 5
-	remarshal(t, r.Extra["labFaults"], &pr.faults)
+	pr.faults = r.Extra.LabFaults
+	var err error
 	if pr.a, err = report.LoadSamples(filepath.Join(out, results.SamplesFile)); err != nil {
 		t.Fatal(err)
 	}

@@ -54,13 +54,11 @@ func TestRunOnKubernetes129(t *testing.T) {
 	}
 	// /version as the run's client saw it, and the release as the binary
 	// reported it, both 1.29.6.
-	cl, _ := r.Extra["cluster"].(map[string]any)
-	if v, _ := cl["serverVersion"].(string); v != "v1.29.6" {
-		t.Errorf("the lab's /version says %q, want v1.29.6", v)
+	if cl := r.Extra.Cluster; cl == nil || cl.ServerVersion != "v1.29.6" {
+		t.Errorf("the lab's /version says %+v, want v1.29.6", cl)
 	}
-	l, _ := r.Extra["lab"].(map[string]any)
-	if v, _ := l["kubeVersion"].(string); v != "v1.29.6" || l["kubeDefault"] != false {
-		t.Errorf("run.json lab kubeVersion %v (default %v), want v1.29.6, not the default", l["kubeVersion"], l["kubeDefault"])
+	if l := r.Extra.Lab; l == nil || l.KubeVersion != "v1.29.6" || l.KubeDefault {
+		t.Errorf("run.json lab record %+v, want kubeVersion v1.29.6, not the default", l)
 	}
 	if line := r.LabLine(); !strings.HasPrefix(line, "kube-apiserver v1.29.6, ") {
 		t.Errorf("the summary's lab line does not name the release: %q", line)

@@ -311,54 +311,42 @@ func iterationOf(tl *report.Timeline, pl report.Placement) (int, string) {
 	return st.Iteration, st.Name
 }
 
-// runLabel names what a folder measured, from run.json's cluster record
-// (OpenShift version, platform) or "target": lab; else the folder's name.
+// runLabel names what a folder measured: the cluster's OpenShift and
+// Kubernetes versions, platform and topology (results.ClusterRecord.Describe),
+// or the lab's profile and what sets the run apart from it; else the folder's
+// name.
 func runLabel(run *results.Run, dir string) string {
-	if run != nil && run.Extra != nil {
-		c := run.Cluster()
-		if c != nil {
-			switch {
-			case c.Version != "" && c.Platform != "":
-				return "OpenShift " + c.Version + " (" + c.Platform + ")"
-			case c.Version != "":
-				return "OpenShift " + c.Version
-			}
+	if run == nil {
+		return filepath.Base(filepath.Clean(dir))
+	}
+	if l := run.Extra.Lab; l != nil {
+		// What sets this run apart from its profile: --lab-set changes and
+		// a timing other than the default.
+		parts := []string{}
+		if l.Profile != "" {
+			parts = append(parts, l.Profile)
 		}
-		if t, _ := run.Extra["target"].(string); t == "lab" {
-			// The lab profile, when the run recorded one (as extra
-			// "labProfile" or the lab record's profile).
-			p, _ := run.Extra["labProfile"].(string)
-			if l := run.Lab(); l != nil {
-				if p == "" {
-					p = l.Profile
-				}
-				// What sets this run apart from its profile: --lab-set
-				// changes and a timing other than the default.
-				parts := []string{}
-				if p != "" {
-					parts = append(parts, p)
-				}
-				parts = append(parts, l.Sets...)
-				if l.Timing != "" && l.Timing != "fast" {
-					parts = append(parts, l.Timing+" timing")
-				}
-				if l.KubeVersion != "" && !l.KubeDefault {
-					parts = append(parts, "kube-apiserver "+l.KubeVersion)
-				}
-				// The kernel LB is the default where it can run.
-				if l.LB != "" && l.LB != "kernel" {
-					parts = append(parts, l.LB+" LB")
-				}
-				p = strings.Join(parts, ", ")
-			}
-			if p != "" {
-				return "lab (" + p + ")"
-			}
-			return "lab"
+		parts = append(parts, l.Sets...)
+		if l.Timing != "" && l.Timing != "fast" {
+			parts = append(parts, l.Timing+" timing")
 		}
-		if c != nil && c.ServerVersion != "" {
-			return "Kubernetes " + c.ServerVersion
+		if l.KubeVersion != "" && !l.KubeDefault {
+			parts = append(parts, "kube-apiserver "+l.KubeVersion)
 		}
+		// The kernel LB is the default where it can run.
+		if l.LB != "" && l.LB != "kernel" {
+			parts = append(parts, l.LB+" LB")
+		}
+		if len(parts) > 0 {
+			return "lab (" + strings.Join(parts, ", ") + ")"
+		}
+		return "lab"
+	}
+	if run.Extra.Target == "lab" {
+		return "lab"
+	}
+	if d := run.Extra.Cluster.Describe(); d != "" {
+		return d
 	}
 	return filepath.Base(filepath.Clean(dir))
 }

@@ -25,7 +25,7 @@ type synthRun struct {
 	// the poller's 100 ms interval.
 	gap func(iter int, conn results.ConnectionType) time.Duration
 	// cluster, when set, is run.json's extra "cluster"; lab marks a lab run.
-	cluster map[string]any
+	cluster *results.ClusterRecord
 	lab     bool
 	// baselineGap is a gap during the baseline, outside every iteration.
 	baselineGap time.Duration
@@ -52,10 +52,10 @@ func writeSynth(t testing.TB, dir string, r synthRun) {
 	}
 	run := results.NewRun("run", []string{"repro", "run"}, synthBase)
 	if r.cluster != nil {
-		run.SetExtra("cluster", r.cluster)
+		run.Extra.Cluster = r.cluster
 	}
 	if r.lab {
-		run.SetExtra("target", "lab")
+		run.Extra.Target = "lab"
 	}
 
 	type window struct{ from, to time.Time }
@@ -227,8 +227,8 @@ func TestCompareIdentical(t *testing.T) {
 }
 
 func TestCompareClearlyWorse(t *testing.T) {
-	a := synthRun{iterations: 6, gap: constGap(0), cluster: map[string]any{"openshift": true, "openshiftVersion": "4.16.12", "platform": "AWS"}}
-	b := synthRun{iterations: 6, gap: constGap(5 * time.Second), cluster: map[string]any{"openshift": true, "openshiftVersion": "4.17.3", "platform": "AWS"}}
+	a := synthRun{iterations: 6, gap: constGap(0), cluster: &results.ClusterRecord{OpenShift: true, Version: "4.16.12", Platform: "AWS"}}
+	b := synthRun{iterations: 6, gap: constGap(5 * time.Second), cluster: &results.ClusterRecord{OpenShift: true, Version: "4.17.3", Platform: "AWS"}}
 	c := compareDirs(t, compare.CompareOptions{}, a, b)
 	if !c.Worse || c.Verdicts[0].Verdict != compare.VerdictWorse || len(c.Verdicts[0].WorseOn) != 2 {
 		t.Fatalf("verdict %+v", c.Verdicts[0])
@@ -486,11 +486,9 @@ func TestCompareJSONShape(t *testing.T) {
 
 func TestCompareLabels(t *testing.T) {
 	a := report.Analyze(nil)
-	mkRun := func(extra map[string]any) *results.Run {
+	mkRun := func(x results.Extra) *results.Run {
 		r := results.NewRun("run", nil, synthBase)
-		for k, v := range extra {
-			r.SetExtra(k, v)
-		}
+		r.Extra = x
 		return r
 	}
 	for _, tc := range []struct {
@@ -498,17 +496,18 @@ func TestCompareLabels(t *testing.T) {
 		want string
 	}{
 		{nil, "folder-x"},
-		{mkRun(nil), "folder-x"},
-		{mkRun(map[string]any{"target": "lab", "cluster": map[string]any{"serverVersion": "v1.34.4"}}), "lab"},
-		{mkRun(map[string]any{"target": "lab", "labProfile": "etcd-stall"}), "lab (etcd-stall)"},
-		{mkRun(map[string]any{"target": "lab", "lab": map[string]any{"profile": "etcd-stall", "sets": []any{"etcd-stall=0s"}, "timing": "aws"}}), "lab (etcd-stall, etcd-stall=0s, aws timing)"},
-		{mkRun(map[string]any{"target": "lab", "lab": map[string]any{"profile": "", "timing": "fast"}}), "lab"},
-		{mkRun(map[string]any{"target": "lab", "lab": map[string]any{"profile": "healthy"}}), "lab (healthy)"},
-		{mkRun(map[string]any{"target": "cluster", "cluster": map[string]any{"openshiftVersion": "4.17.3", "platform": "AWS"}}), "OpenShift 4.17.3 (AWS)"},
-		{mkRun(map[string]any{"target": "cluster", "cluster": map[string]any{"serverVersion": "v1.31.2"}}), "Kubernetes v1.31.2"},
+		{mkRun(results.Extra{}), "folder-x"},
+		{mkRun(results.Extra{Target: "lab", Cluster: &results.ClusterRecord{ServerVersion: "v1.34.4"}}), "lab"},
+		{mkRun(results.Extra{Target: "lab", Lab: &results.LabRecord{Profile: "etcd-stall", Sets: []string{"etcd-stall=0s"}, Timing: "aws"}}), "lab (etcd-stall, etcd-stall=0s, aws timing)"},
+		{mkRun(results.Extra{Target: "lab", Lab: &results.LabRecord{Timing: "fast"}}), "lab"},
+		{mkRun(results.Extra{Target: "lab", Lab: &results.LabRecord{Profile: "healthy", KubeVersion: "v1.29.6"}}), "lab (healthy, kube-apiserver v1.29.6)"},
+		{mkRun(results.Extra{Target: "cluster", Cluster: &results.ClusterRecord{Version: "4.17.3", Platform: "AWS"}}), "OpenShift 4.17.3 (AWS)"},
+		{mkRun(results.Extra{Target: "cluster", Cluster: &results.ClusterRecord{OpenShift: true, Version: "4.16.9", Platform: "AWS", ControlPlaneTopology: "HighlyAvailable", ServerVersion: "v1.29.7+4510e9c"}}),
+			"OpenShift 4.16.9 (AWS, HighlyAvailable), Kubernetes v1.29.7+4510e9c"},
+		{mkRun(results.Extra{Target: "cluster", Cluster: &results.ClusterRecord{ServerVersion: "v1.31.2"}}), "Kubernetes v1.31.2"},
 	} {
 		if got := compare.FiguresOf("/tmp/folder-x/", tc.run, a, nil).Label; got != tc.want {
-			t.Errorf("%v: label %q, want %q", tc.run, got, tc.want)
+			t.Errorf("%+v: label %q, want %q", tc.run, got, tc.want)
 		}
 	}
 }

@@ -707,8 +707,8 @@ func describe(in *Run) []KV {
 		return []KV{{"run.json", "absent"}}
 	}
 	kv := []KV{{"command", "repro " + r.Command}}
-	if sc, ok := r.Extra["scenario"]; ok {
-		kv = append(kv, KV{"scenario", fmt.Sprint(sc)})
+	if sc := r.Extra.Scenario; sc != "" {
+		kv = append(kv, KV{"scenario", sc})
 	}
 	if r.Server != "" {
 		kv = append(kv, KV{"server", r.Server})
@@ -721,24 +721,24 @@ func describe(in *Run) []KV {
 	if r.Error != "" {
 		kv = append(kv, KV{"error", r.Error})
 	}
-	for _, k := range []string{"clusterVersion", "openshiftVersion", "platform", "topology", "loadBalancerType", "iterations"} {
-		if v, ok := r.Extra[k]; ok {
-			kv = append(kv, KV{k, fmt.Sprint(v)})
+	if c := r.Extra.Cluster; c != nil {
+		for _, f := range []KV{{"OpenShift version", c.Version}, {"Kubernetes version", c.ServerVersion}, {"platform", c.Platform},
+			{"topology", c.ControlPlaneTopology}, {"load balancer", c.LoadBalancerType}} {
+			if f.V != "" {
+				kv = append(kv, f)
+			}
 		}
+	}
+	if ci := r.Extra.CI; ci != nil {
+		kv = append(kv, KV{"CI run", ci.String()})
+	}
+	if r.Extra.Iterations > 0 {
+		kv = append(kv, KV{"iterations", fmt.Sprint(r.Extra.Iterations)})
 	}
 	if l := r.LabLine(); l != "" {
 		kv = append(kv, KV{"lab", l})
 	}
-	var keys []string
-	for k := range r.Settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var set []string
-	for _, k := range keys {
-		set = append(set, fmt.Sprintf("%s=%v", k, r.Settings[k]))
-	}
-	if len(set) > 0 {
+	if set := r.Settings.Pairs(); len(set) > 0 {
 		kv = append(kv, KV{"settings", strings.Join(set, " ")})
 	}
 	kv = append(kv, KV{"args", strings.Join(r.Args, " ")})

@@ -38,8 +38,8 @@ func synthetic(t testing.TB, dir string, dur time.Duration, gaps []synthGap) tim
 	run.Server = "https://127.0.0.1:6443"
 	run.Status = results.StatusComplete
 	run.End = &end
-	run.SetExtra("scenario", "apiserver-rollout")
-	run.Settings = map[string]any{"interval": "100ms"}
+	run.Extra.Scenario = "apiserver-rollout"
+	run.Settings = results.Settings{Interval: results.Duration(100 * time.Millisecond)}
 	if err := f.WriteRun(run); err != nil {
 		t.Fatal(err)
 	}

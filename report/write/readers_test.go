@@ -65,8 +65,8 @@ func TestEveryPollerHasARow(t *testing.T) {
 	writeSamples(t, dir, []results.Sample{mk("kube-api", results.NewConnections, 0, time.Millisecond, results.ClassNone)}, "")
 	f, _ := results.Open(dir)
 	run := results.NewRun("probe", []string{"repro", "probe"}, t0)
-	run.Settings = map[string]any{"backends": []string{"kube-api", "openshift-api"}, "http2": false,
-		"pollers": []string{"kube-api-new-connections", "kube-api-reused-connections", "openshift-api-new-connections", "openshift-api-reused-connections"}}
+	run.Settings = results.Settings{Backends: []string{"kube-api", "openshift-api"},
+		Pollers: []string{"kube-api-new-connections", "kube-api-reused-connections", "openshift-api-new-connections", "openshift-api-reused-connections"}}
 	run.Finish(t0.Add(3*time.Second), results.StatusComplete)
 	if err := f.WriteRun(run); err != nil {
 		t.Fatal(err)

@@ -101,17 +101,15 @@ func Rebuild(dir string, opts ...RebuildOption) (*report.Analysis, error) {
 	}
 	limit := cfg.maxDisruption
 	if limit == 0 && run != nil {
-		if v, ok := run.Settings["maxDisruption"].(string); ok {
-			limit, _ = time.ParseDuration(v)
+		if v := run.Settings.MaxDisruption; v != nil {
+			limit = v.D()
 		}
 	}
 	buf.Reset()
 	suite := "repro"
 	if run != nil {
 		suite = "repro " + run.Command
-		// The scenario's name has no typed field in results yet: scenarios
-		// records it under run.json's extra (Run.SetExtra("scenario")).
-		if sc, ok := run.Extra["scenario"].(string); ok {
+		if sc := run.Extra.Scenario; sc != "" {
 			suite += " " + sc
 		}
 	}

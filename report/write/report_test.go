@@ -114,7 +114,7 @@ func TestGoldenBackendDisruption(t *testing.T) {
 func TestGoldenSummary(t *testing.T) {
 	a := report.Analyze(fixture())
 	run := &results.Run{Command: "probe", Server: "https://api.example:6443", Start: t0, Status: results.StatusComplete,
-		Settings: map[string]any{"interval": "100ms", "probeTimeout": "15s"}}
+		Settings: results.Settings{Interval: results.Duration(100 * time.Millisecond), ProbeTimeout: results.Duration(15 * time.Second)}}
 	end := t0.Add(2 * time.Second)
 	run.End = &end
 	var buf bytes.Buffer

@@ -3,7 +3,6 @@ package write
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,17 +30,14 @@ func WriteSummary(w io.Writer, a *report.Analysis, run *results.Run) error {
 		if l := Unfinished(run, a); l != "" {
 			b.WriteString(l + "\n")
 		}
-		if len(run.Settings) > 0 {
-			keys := make([]string, 0, len(run.Settings))
-			for k := range run.Settings {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			parts := make([]string, len(keys))
-			for i, k := range keys {
-				parts[i] = fmt.Sprintf("%s=%v", k, run.Settings[k])
-			}
+		if parts := run.Settings.Pairs(); len(parts) > 0 {
 			fmt.Fprintf(&b, "settings: %s\n", strings.Join(parts, " "))
+		}
+		if c := run.Extra.Cluster.Describe(); c != "" && run.Extra.Lab == nil {
+			fmt.Fprintf(&b, "cluster: %s\n", c)
+		}
+		if ci := run.Extra.CI.String(); ci != "" {
+			fmt.Fprintf(&b, "CI run: %s\n", ci)
 		}
 		if l := run.LabLine(); l != "" {
 			fmt.Fprintf(&b, "lab: %s\n", l)
