@@ -145,6 +145,8 @@ type Extra struct {
 	// MeasuringUnreliableWindows counts the control poller's stalls; nil
 	// when no control poller ran.
 	MeasuringUnreliableWindows *int `json:"measuringUnreliableWindows,omitempty"`
+	// Load is the load a lab run carried (--lab-load); nil without one.
+	Load *LoadRecord `json:"load,omitempty"`
 	// Imported is set for a folder written from a CI run's files.
 	Imported
 }
