@@ -87,6 +87,12 @@ type Analysis struct {
 	// Outcomes grade every failure and replay client-go's retries over
 	// them (outcomes.go); a second view beside DISRUPTED.
 	Outcomes *Outcomes
+	// Control is the measuring host's control poller's view (control.go);
+	// nil for a folder without control.jsonl.
+	Control *Control
+	// ControlError says why the control samples could not be read; ""
+	// when they were (or there are none).
+	ControlError string
 }
 
 // accumulator collects points per poller.
@@ -470,6 +476,10 @@ func LoadSamples(path string) (*Analysis, error) {
 	a.Outcomes.Discount(windows)
 	if werr != nil && a.Outcomes != nil {
 		a.Outcomes.WindowsError = werr.Error()
+	}
+	// Nor does an unreadable control file cost more than its verdict.
+	if a.Control, err = LoadControl(filepath.Dir(path)); err != nil {
+		a.ControlError = err.Error()
 	}
 	if a.Samples == 0 {
 		what := "is empty"

@@ -145,6 +145,10 @@ type Extra struct {
 	// MeasuringUnreliableWindows counts the control poller's stalls; nil
 	// when no control poller ran.
 	MeasuringUnreliableWindows *int `json:"measuringUnreliableWindows,omitempty"`
+	// ControlStallThreshold is the control latency the run counted as a
+	// stall of the measuring host; zero when no control poller ran or the
+	// folder predates it.
+	ControlStallThreshold Duration `json:"controlStallThreshold,omitzero"`
 	// Load is the load a lab run carried (--lab-load); nil without one.
 	Load *LoadRecord `json:"load,omitempty"`
 	// Imported is set for a folder written from a CI run's files.

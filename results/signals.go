@@ -14,6 +14,14 @@ import (
 // run's disruptions. One schema, so that one diagnose check reads any source.
 const SignalsFile = "signals.jsonl"
 
+// ControlFile holds the control pollers' samples (the samples.jsonl schema),
+// apart from the backends' so that every reader of samples.jsonl keeps seeing
+// only what the cluster served.
+const ControlFile = "control.jsonl"
+
+// ControlSource is the Signal source of the control poller's stall windows.
+const ControlSource = "control-poller"
+
 // SignalKind names what a Signal measures, whatever its source.
 type SignalKind string
 

@@ -33,12 +33,6 @@ const (
 	ControlBackend = "repro-control"
 	// ExternalControlBackend is --control's target outside the cluster.
 	ExternalControlBackend = "repro-control-external"
-	// ControlFile holds the control pollers' samples (the samples.jsonl
-	// schema), apart from the backends' so that every reader of
-	// samples.jsonl keeps seeing only what the cluster served.
-	ControlFile = "control.jsonl"
-	// ControlSource is the Signal source of the stall windows.
-	ControlSource = "control-poller"
 )
 
 // DefaultStallThreshold is the control latency at which the local target
@@ -261,7 +255,7 @@ func StallWindows(samples []results.Sample, threshold time.Duration, instance st
 		if m.class != "" {
 			labels["error_class"] = string(m.class)
 		}
-		out = append(out, results.Signal{Kind: results.SignalMeasuringUnreliable, Source: ControlSource, Instance: instance,
+		out = append(out, results.Signal{Kind: results.SignalMeasuringUnreliable, Source: results.ControlSource, Instance: instance,
 			Labels: labels, At: m.from.UTC(), To: m.to.UTC(), Value: m.to.Sub(m.from).Seconds(), Message: msg})
 	}
 	return out

@@ -67,7 +67,7 @@ func TestControlPollerSeesAnExternalTargetsFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	path := filepath.Join(t.TempDir(), ControlFile)
+	path := filepath.Join(t.TempDir(), results.ControlFile)
 	wait := c.run(ctx, path, time.Hour)
 	waitUntil(t, func() bool { return n.Load() >= 4 })
 	failing.Store(4)
@@ -87,7 +87,7 @@ func TestControlPollerSeesAnExternalTargetsFailures(t *testing.T) {
 		if s.Instance == ControlBackend {
 			continue
 		}
-		if s.Instance != ExternalControlBackend || s.Kind != results.SignalMeasuringUnreliable || s.Source != ControlSource || !s.To.After(s.At) {
+		if s.Instance != ExternalControlBackend || s.Kind != results.SignalMeasuringUnreliable || s.Source != results.ControlSource || !s.To.After(s.At) {
 			t.Errorf("window %+v", s)
 		}
 		if s.Labels["error_class"] == "" {

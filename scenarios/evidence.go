@@ -96,7 +96,7 @@ func (s *Session) startEvidence(ctx context.Context, p *prepared, folder *result
 	if err != nil {
 		s.Log.Warn("the control poller did not start; the run cannot tell a stall of this host from the cluster's", zap.Error(err))
 	} else {
-		waitControl = ctl.run(ectx, folder.Path(ControlFile), DefaultStallThreshold)
+		waitControl = ctl.run(ectx, folder.Path(results.ControlFile), DefaultStallThreshold)
 	}
 	return func(run *results.Run) {
 		stop()
@@ -114,6 +114,7 @@ func (s *Session) startEvidence(ctx context.Context, p *prepared, folder *result
 			}
 			n := len(sigs)
 			run.Extra.MeasuringUnreliableWindows = &n
+			run.Extra.ControlStallThreshold = results.Duration(DefaultStallThreshold)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/repro-tools/repro/results"
-	"github.com/repro-tools/repro/scenarios"
 )
 
 // checkLBHealthRecords: the run copied the lab LB's health records into
@@ -44,7 +43,7 @@ func checkLBHealthRecords(t *testing.T, dir string) {
 // checkControlSamples: the control poller ran beside the backends.
 func checkControlSamples(t *testing.T, dir string) {
 	t.Helper()
-	st, err := os.Stat(filepath.Join(dir, scenarios.ControlFile))
+	st, err := os.Stat(filepath.Join(dir, results.ControlFile))
 	if err != nil || st.Size() == 0 {
 		t.Errorf("no control samples: %v", err)
 	}

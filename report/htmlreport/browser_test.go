@@ -488,3 +488,51 @@ func TestBrowserMetricLanes(t *testing.T) {
 	}
 	chromium(t, bin, file, "", "--screenshot="+filepath.Join(artifacts(t), "synthetic-metrics.png"))
 }
+
+// TestBrowserClusterRun opens the page of a cluster run (testdata's
+// run.json of a 4.17 AWS cluster over synthetic samples) and checks that its
+// run panel says what was measured: OpenShift and Kubernetes versions,
+// platform, topology, and the measuring host's verdict.
+func TestBrowserClusterRun(t *testing.T) {
+	bin := needBrowser(t)
+	dir := t.TempDir()
+	start := synthetic(t, dir, 2*time.Minute, standardGaps(2*time.Minute))
+	b, err := os.ReadFile(filepath.Join("testdata", "cluster-run", results.RunFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, results.RunFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := results.CreateJSONL(filepath.Join(dir, results.ControlFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1200 {
+		s := results.Sample{Backend: "repro-control", Connection: results.ReusedConnections, Seq: uint64(i),
+			Start: start.Add(time.Duration(i) * 100 * time.Millisecond), Duration: 2 * time.Millisecond}
+		if err := w.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := write.Rebuild(dir); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, htmlreport.FileName)
+	dom := mustDOM(t, bin, file, "")
+	drawn(t, dom)
+	for _, kv := range [][2]string{
+		{"OpenShift version", "4.17.3"}, {"Kubernetes version", "v1.30.5"}, {"platform", "AWS"},
+		{"topology", "HighlyAvailable"}, {"iterations", "1"},
+		{"measuring host", "clean: the control poller&#39;s 1200 requests"},
+	} {
+		want := "<dt>" + kv[0] + "</dt><dd>" + kv[1]
+		if !strings.Contains(dom, want) && !strings.Contains(dom, strings.ReplaceAll(want, "&#39;", "'")) {
+			t.Errorf("the run panel lacks %q", want)
+		}
+	}
+	chromium(t, bin, file, "", "--screenshot="+filepath.Join(artifacts(t), "cluster-run-report.png"))
+}

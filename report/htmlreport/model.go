@@ -46,6 +46,9 @@ type Run struct {
 	// Sections are preformatted text sections shown below the gaps (the
 	// diagnosis); only a single run's page shows them.
 	Sections []Section
+	// MeasuringHost is the control poller's one-line verdict on the
+	// measuring host (report/write.MeasuringHost); "" when none ran.
+	MeasuringHost string
 }
 
 // Section is a titled block of preformatted text.
@@ -740,6 +743,9 @@ func describe(in *Run) []KV {
 	}
 	if set := r.Settings.Pairs(); len(set) > 0 {
 		kv = append(kv, KV{"settings", strings.Join(set, " ")})
+	}
+	if in.MeasuringHost != "" {
+		kv = append(kv, KV{"measuring host", in.MeasuringHost})
 	}
 	kv = append(kv, KV{"args", strings.Join(r.Args, " ")})
 	kv = append(kv, KV{"tool", r.Tool.Name + " " + r.Tool.Version + " (" + r.Tool.GoVersion + ")"})

@@ -20,6 +20,7 @@ func htmlRun(d *folderData, label string, ps []report.Placement) (*htmlreport.Ru
 		Label:         label,
 		Info:          run,
 		TruncatedLast: a.TruncatedLast,
+		MeasuringHost: MeasuringHost(a, run),
 		Events:        tl.Events,
 		Sections:      d.sections,
 		ForEachSample: func(fn func(*results.Sample)) error {

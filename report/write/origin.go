@@ -170,10 +170,8 @@ func intervalString(iv *report.Interval) string {
 		formatMs(iv.Duration()), it.Level[:1], it.Locator.OldLocator(), strings.Join(ann, " "), it.Message.HumanMessage)
 }
 
-// formatMs renders a duration in seconds with millisecond precision.
-func formatMs(d time.Duration) string {
-	return strconv.FormatFloat(d.Round(time.Millisecond).Seconds(), 'f', 3, 64) + "s"
-}
+// formatMs renders a duration as the whole summary does.
+func formatMs(d time.Duration) string { return report.FormatMs(d) }
 
 // Origin's file names for a run, found by sippy as a CI run's are
 // (openshift/sippy pkg/dataloader/prowloader/gcs/gcs_jobrun.go globs

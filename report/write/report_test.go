@@ -124,6 +124,35 @@ func TestGoldenSummary(t *testing.T) {
 	golden(t, "summary.txt.golden", buf.Bytes())
 }
 
+// TestGoldenClusterSummary is the summary of a cluster run (the recorded
+// 4.17 AWS run.json the HTML report's browser test opens too) whose
+// measuring host stalled: it names the cluster and the control poller's
+// verdict, each in one line.
+func TestGoldenClusterSummary(t *testing.T) {
+	f, err := results.Open(filepath.Join("..", "htmlreport", "testdata", "cluster-run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := f.ReadRun()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := report.Analyze(fixture())
+	a.Control = &report.Control{Requests: 2400, Failed: 1, Slowest: 1830 * time.Millisecond, Stalls: []results.Signal{
+		{Kind: results.SignalMeasuringUnreliable, Source: results.ControlSource, Instance: "repro-control", At: t0.Add(500 * time.Millisecond), To: t0.Add(2330 * time.Millisecond)},
+	}}
+	var buf bytes.Buffer
+	if err := write.WriteSummary(&buf, a, run); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cluster: OpenShift 4.17.3 (AWS, HighlyAvailable), Kubernetes v1.30.5\n", "measuring host: STALLED 1 time(s), 1.830s in all"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("summary lacks %q", want)
+		}
+	}
+	golden(t, "summary-cluster.txt.golden", buf.Bytes())
+}
+
 func writeSamples(t testing.TB, dir string, ss []results.Sample, tail string) {
 	t.Helper()
 	testkit.WriteJSONL(t, filepath.Join(dir, results.SamplesFile), ss)

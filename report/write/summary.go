@@ -52,7 +52,11 @@ func WriteSummary(w io.Writer, a *report.Analysis, run *results.Run) error {
 	if a.Duplicates > 0 {
 		fmt.Fprintf(&b, " (%d duplicated line(s), same poller and seq as an earlier one, were counted once)", a.Duplicates)
 	}
-	b.WriteString("\n\n")
+	b.WriteString("\n")
+	if l := MeasuringHost(a, run); l != "" {
+		b.WriteString("measuring host: " + l + "\n")
+	}
+	b.WriteString("\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "BACKEND-CONNECTION\tSAMPLES\tFAILURES\tDISRUPTED\tINTERVALS\tLONGEST\tSKIPPED\tERROR CLASSES")
@@ -113,6 +117,28 @@ func WriteSummary(w io.Writer, a *report.Analysis, run *results.Run) error {
 	writeAttribution(&b, a.Attribution)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// MeasuringHost is the control poller's verdict on the measuring host, one
+// line: clean, or when it stalled and for how long, so that a reader can
+// trust or discount every gap. It is "" for a folder that never had a
+// control poller (an imported CI run: its canaries speak for it instead).
+func MeasuringHost(a *report.Analysis, run *results.Run) string {
+	var threshold time.Duration
+	if run != nil {
+		threshold = run.Extra.ControlStallThreshold.D()
+	}
+	switch {
+	case a.ControlError != "":
+		return "unknown: the control samples could not be read (" + a.ControlError + ")"
+	case a.Control != nil:
+		return a.Control.Verdict(threshold)
+	case run != nil && run.Extra.MeasuringUnreliableWindows != nil:
+		return "unknown: the control poller ran but its " + results.ControlFile + " is missing"
+	case run != nil && run.Extra.ImportedFrom == "" && run.Extra.Scenario != "":
+		return "unknown: no control poller ran (see repro.log for why it did not start), so a stall of this host cannot be told from the cluster's"
+	}
+	return ""
 }
 
 // Unfinished says, in one line, that run.json still says "running" though
