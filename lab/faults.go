@@ -8,6 +8,7 @@ import (
 
 	"github.com/repro-tools/repro/lab/lb"
 	"github.com/repro-tools/repro/lab/netproxy"
+	"github.com/repro-tools/repro/results"
 )
 
 // Faults are the fault behaviours the lab can inject, each a documented
@@ -69,15 +70,9 @@ func (f Faults) Enabled() bool {
 	return f.LB.Enabled() || f.KeepRegistered || f.EtcdStall > 0 || f.EtcdCheckTimeout > 0 || f.AggregatedEtcdStall > 0 || f.AggregatedRollout
 }
 
-// FaultEvent is one injected fault's window, as the lab applied it.
-type FaultEvent struct {
-	Fault string `json:"fault"`
-	// Node is the node whose restart triggered it; Nodes the links it hit.
-	Node  string    `json:"node"`
-	Nodes []string  `json:"nodes"`
-	From  time.Time `json:"from"`
-	To    time.Time `json:"to,omitzero"`
-}
+// FaultEvent is one injected fault's window, as the lab applied it: the
+// record run.json keeps, declared once in the contract.
+type FaultEvent = results.LabFault
 
 type faultLog struct {
 	mu     sync.Mutex

@@ -51,10 +51,7 @@ func (p *Plan) onLab(s *Session, l *lab.Lab, folder *results.Folder) {
 	s.Target = Target{Config: l.RESTConfig(), Lab: labSettings(l, p.Lab.Sets)}
 	s.BeforeFinish = func(run *results.Run) {
 		// The fault windows the lab applied, to line up with the gaps.
-		run.Extra.LabFaults = nil
-		for _, e := range l.FaultEvents() {
-			run.Extra.LabFaults = append(run.Extra.LabFaults, results.LabFault(e))
-		}
+		run.Extra.LabFaults = l.FaultEvents()
 		if err := keepLabLogs(l, folder); err != nil {
 			p.Log.Warn("could not copy the apiserver logs into the results", zap.Error(err))
 		}
