@@ -319,31 +319,37 @@ func runLabel(run *results.Run, dir string) string {
 	if run == nil {
 		return filepath.Base(filepath.Clean(dir))
 	}
-	if l := run.Extra.Lab; l != nil {
-		// What sets this run apart from its profile: --lab-set changes and
-		// a timing other than the default.
-		parts := []string{}
-		if l.Profile != "" {
-			parts = append(parts, l.Profile)
+	if run.Extra.Lab != nil || run.Extra.Target == "lab" {
+		// What was measured: the profile and the kube-apiserver's version
+		// always, then what sets this run apart from its profile (--lab-set
+		// changes, a timing or LB other than the default).
+		var parts []string
+		l := run.Extra.Lab
+		if l != nil {
+			parts = append(parts, l.ProfileName())
+		} else {
+			// A folder with no lab record: its profile is not known.
+			l = &results.LabRecord{}
+		}
+		kube := l.KubeVersion
+		if kube == "" && run.Extra.Cluster != nil {
+			kube = run.Extra.Cluster.ServerVersion
+		}
+		if kube != "" {
+			parts = append(parts, "kube-apiserver "+kube)
 		}
 		parts = append(parts, l.Sets...)
 		if l.Timing != "" && l.Timing != "fast" {
 			parts = append(parts, l.Timing+" timing")
 		}
-		if l.KubeVersion != "" && !l.KubeDefault {
-			parts = append(parts, "kube-apiserver "+l.KubeVersion)
-		}
 		// The kernel LB is the default where it can run.
 		if l.LB != "" && l.LB != "kernel" {
 			parts = append(parts, l.LB+" LB")
 		}
-		if len(parts) > 0 {
-			return "lab (" + strings.Join(parts, ", ") + ")"
+		if len(parts) == 0 {
+			return "lab"
 		}
-		return "lab"
-	}
-	if run.Extra.Target == "lab" {
-		return "lab"
+		return "lab (" + strings.Join(parts, ", ") + ")"
 	}
 	if d := run.Extra.Cluster.Describe(); d != "" {
 		return d

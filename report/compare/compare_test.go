@@ -497,9 +497,10 @@ func TestCompareLabels(t *testing.T) {
 	}{
 		{nil, "folder-x"},
 		{mkRun(results.Extra{}), "folder-x"},
-		{mkRun(results.Extra{Target: "lab", Cluster: &results.ClusterRecord{ServerVersion: "v1.34.4"}}), "lab"},
+		{mkRun(results.Extra{Target: "lab", Cluster: &results.ClusterRecord{ServerVersion: "v1.34.4"}}), "lab (kube-apiserver v1.34.4)"},
 		{mkRun(results.Extra{Target: "lab", Lab: &results.LabRecord{Profile: "etcd-stall", Sets: []string{"etcd-stall=0s"}, Timing: "aws"}}), "lab (etcd-stall, etcd-stall=0s, aws timing)"},
-		{mkRun(results.Extra{Target: "lab", Lab: &results.LabRecord{Timing: "fast"}}), "lab"},
+		{mkRun(results.Extra{Target: "lab", Lab: &results.LabRecord{Profile: "etcd-stall", KubeVersion: "v1.30.14", KubeDefault: false, LB: "proxy"}}), "lab (etcd-stall, kube-apiserver v1.30.14, proxy LB)"},
+		{mkRun(results.Extra{Target: "lab", Lab: &results.LabRecord{Timing: "fast", KubeVersion: "v1.34.4", KubeDefault: true}}), "lab (healthy, kube-apiserver v1.34.4)"},
 		{mkRun(results.Extra{Target: "lab", Lab: &results.LabRecord{Profile: "healthy", KubeVersion: "v1.29.6"}}), "lab (healthy, kube-apiserver v1.29.6)"},
 		{mkRun(results.Extra{Target: "cluster", Cluster: &results.ClusterRecord{Version: "4.17.3", Platform: "AWS"}}), "OpenShift 4.17.3 (AWS)"},
 		{mkRun(results.Extra{Target: "cluster", Cluster: &results.ClusterRecord{OpenShift: true, Version: "4.16.9", Platform: "AWS", ControlPlaneTopology: "HighlyAvailable", ServerVersion: "v1.29.7+4510e9c"}}),
