@@ -389,7 +389,7 @@ type BinaryPaths struct {
 // the namespace has no network.
 func Binaries(ctx context.Context, opts Options) (BinaryPaths, error) {
 	var b BinaryPaths
-	kas, err := binaries.KubeAPIServerFor(opts.KubeVersion)
+	kas, err := KubeAPIServerSpec(opts.KubeVersion)
 	if err != nil {
 		return b, err
 	}

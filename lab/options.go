@@ -12,7 +12,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/repro-tools/repro/lab/binaries"
 	"github.com/repro-tools/repro/lab/lb"
 	"github.com/repro-tools/repro/lab/netns"
 )
@@ -196,14 +195,16 @@ func ResolveLB(choice string) (kind, why string, err error) {
 // Validate checks o as Start would, with the defaults filled in, without
 // building, starting or listening on anything: the CLI calls it before any
 // build so a bad option costs no build (a cold one takes minutes). Its
-// error is one line.
+// error is one line: a knob's mistake names the knob's key as its flag
+// (e.g. "--shutdown-delay must not be negative"), any other says "lab: ".
 func (o Options) Validate() error {
-	if o.Nodes < 0 {
-		// withDefaults turns only 0 into the default; a negative count
-		// would otherwise reach validate's range check as it is.
-		return fmt.Errorf("lab nodes must be 1..9, got %d", o.Nodes)
+	if err := o.checkKnobs(); err != nil {
+		return err
 	}
-	return o.withDefaults().validate()
+	if err := o.withDefaults().validate(); err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	return nil
 }
 
 func (o Options) validate() error {
@@ -236,7 +237,7 @@ func (o Options) validate() error {
 	case o.Faults.LB.LateDeregistration < 0 || o.Faults.LB.Blackhole < 0 || o.Faults.EtcdStall < 0 || o.Faults.EtcdStallAfter < 0 || o.Faults.EtcdCheckTimeout < 0 || o.Faults.AggregatedEtcdStall < 0:
 		return fmt.Errorf("fault durations must not be negative: %+v", o.Faults)
 	}
-	if _, err := binaries.KubeAPIServerFor(o.KubeVersion); err != nil {
+	if _, err := KubeAPIServerSpec(o.KubeVersion); err != nil {
 		return err
 	}
 	for _, p := range []struct{ what, path string }{{"kube-apiserver binary", o.KubeAPIServer}, {"etcd binary", o.Etcd}} {

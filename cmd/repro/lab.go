@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -72,9 +71,9 @@ versions lists them). Needs a Go toolchain on PATH.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			specs := append(append([]binaries.Spec{}, binaries.All...), aggregated.Spec)
 			for _, v := range versions {
-				s, err := binaries.KubeAPIServerFor(v)
+				s, err := lab.KubeAPIServerSpec(v)
 				if err != nil {
-					return fmt.Errorf("--lab-kube-version: %w", err)
+					return err
 				}
 				specs = append(specs, s)
 			}
@@ -138,91 +137,13 @@ type labFlags struct {
 }
 
 // options resolves the time scale, the profile, explicit flags and
-// --lab-set into the lab's options; its errors are one line naming the
-// valid timings, profiles or keys.
+// --lab-set into the lab's options, validated by the lab (lab.Choices).
 func (f *labFlags) options() (lab.Options, error) {
-	o := f.opts
-	t, err := lab.LookupTiming(f.timing)
-	if err != nil {
-		return o, fmt.Errorf("--lab-timing: %w", err)
+	c := lab.Choices{Timing: f.timing, Profile: f.profile, Sets: f.sets, LB: f.lb}
+	if f.cmd != nil {
+		c.Given = f.cmd.Flags().Changed
 	}
-	o.Timing = t
-	base := lab.OptionsFor(t)
-	// The timing flags (the scaled knobs that have a flag) follow
-	// --lab-timing unless given.
-	for _, k := range lab.Knobs() {
-		if p := k.Duration(&o); p != nil && k.Flag != "" && k.Scaled && (f.cmd == nil || !f.cmd.Flags().Changed(k.Key)) {
-			*p = *k.Duration(&base)
-		}
-	}
-	if f.profile != "" {
-		p, err := lab.LookupProfile(f.profile)
-		if err != nil {
-			return o, fmt.Errorf("--lab-profile: %w", err)
-		}
-		// A flag given on the command line wins over the profile.
-		for _, kv := range p.Settings {
-			k, v, _ := strings.Cut(kv, "=")
-			if f.cmd != nil && f.cmd.Flags().Changed(k) {
-				continue
-			}
-			if err := lab.SetAtScale(&o, k, v, t); err != nil {
-				return o, fmt.Errorf("--lab-profile %s: %w", p.Name, err)
-			}
-		}
-		o.Profile = p.Name
-	}
-	if err := lab.SetAll(&o, f.sets); err != nil {
-		return o, fmt.Errorf("--lab-set: %w", err)
-	}
-	if !slices.Contains(lab.LBChoices(), f.lb) {
-		return o, fmt.Errorf("--lab-lb %q: want one of %s", f.lb, strings.Join(lab.LBChoices(), ", "))
-	}
-	o.LB = f.lb
-	if err := checkLabFlags(o); err != nil {
-		return o, err
-	}
-	// Every other option as the lab checks it, before any build: a cold
-	// build takes minutes, and a bad option must not cost one.
-	if err := o.Validate(); err != nil {
-		return o, fmt.Errorf("lab: %w", err)
-	}
-	return o, nil
-}
-
-// checkLabFlags names the flag of the common mistakes; lab.Options.Validate
-// checks the rest. --nodes 0 is an error, not the default: oc and kubectl
-// take a given 0 as 0.
-func checkLabFlags(o lab.Options) error {
-	if o.Nodes < 1 || o.Nodes > 9 {
-		return fmt.Errorf("--nodes must be 1..9, got %d", o.Nodes)
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"--shutdown-delay", o.ShutdownDelay}, {"--grace-period", o.GracePeriod}, {"--min-ready-time", o.MinReadyTime},
-		{"--lb-health-interval", o.Health.Interval}, {"--lb-health-timeout", o.Health.Timeout}, {"--probe-interval", o.ProbeInterval}, {"--start-timeout", o.StartTimeout}} {
-		if d.v < 0 {
-			return fmt.Errorf("%s must not be negative, got %v", d.name, d.v)
-		}
-	}
-	for _, t := range []struct {
-		name string
-		v    int
-	}{{"--lb-healthy-threshold", o.Health.HealthyThreshold}, {"--lb-unhealthy-threshold", o.Health.UnhealthyThreshold}} {
-		if t.v < 1 {
-			return fmt.Errorf("%s must be at least 1, got %d", t.name, t.v)
-		}
-	}
-	if o.GracePeriod <= o.ShutdownDelay {
-		return fmt.Errorf("--grace-period (%v) must exceed --shutdown-delay (%v): the kubelet would kill every apiserver mid-drain", o.GracePeriod, o.ShutdownDelay)
-	}
-	if o.KubeVersion != "" {
-		if _, err := binaries.KubeAPIServerFor(o.KubeVersion); err != nil {
-			return fmt.Errorf("--lab-kube-version: %w", err)
-		}
-	}
-	return nil
+	return c.Resolve(f.opts)
 }
 
 // enterNetns runs this repro again inside a network namespace of its own
@@ -263,7 +184,7 @@ func (f *labFlags) bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.timing, "lab-timing", lab.TimingFast.Name, "the lab's time scale: fast (every AWS duration, the probe timeout too, divided by 10; about 2 minutes a run) or aws (as on AWS; about 8.5 minutes)")
 	fl.StringVar(&f.opts.KubeAPIServer, "kube-apiserver", "", "kube-apiserver binary to run instead of the built "+binaries.KubeAPIServer.Version+" (a patched fork, a candidate fix)")
-	fl.StringVar(&f.opts.KubeVersion, "lab-kube-version", "", "kube-apiserver release to build and run: "+kubeVersionsHelp()+" (repro lab versions)")
+	fl.StringVar(&f.opts.KubeVersion, "lab-kube-version", "", "kube-apiserver release to build and run: "+lab.KubeVersionsHelp()+" (repro lab versions)")
 	fl.StringVar(&f.opts.Etcd, "etcd", "", "etcd binary to run instead of the built "+binaries.Etcd.Version)
 	fl.StringVar(&f.opts.Listen, "listen", d.Listen, "load balancer address; a fixed port must be free")
 	fl.StringVar(&f.lb, "lab-lb", lab.LBAuto, "the lab's load balancer: kernel (pass-through like an NLB: nftables DNAT in a network namespace repro makes), proxy (a Go TCP proxy), or auto (kernel where a namespace can be made, else proxy)")
@@ -416,17 +337,4 @@ func newLabUpCmd(o *rootOptions) *cobra.Command {
 	f.bind(cmd)
 	cmd.Flags().StringVar(&kubeconfigOut, "kubeconfig-out", "", "write the admin kubeconfig here (default: inside the lab's directory)")
 	return cmd
-}
-
-// kubeVersionsHelp names the releases --lab-kube-version takes.
-func kubeVersionsHelp() string {
-	var vs []string
-	for _, s := range binaries.KubeAPIServers {
-		v := s.Version + " (" + s.Release
-		if s.Version == binaries.KubeAPIServer.Version {
-			v += ", the default"
-		}
-		vs = append(vs, v+")")
-	}
-	return strings.Join(vs, ", ")
 }

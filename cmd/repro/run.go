@@ -379,7 +379,7 @@ func printLabPlan(out io.Writer, o lab.Options, probeTimeout time.Duration, why 
 	kas := "kube-apiserver " + binaries.KubeAPIServer.Version
 	if o.KubeAPIServer != "" {
 		kas = "kube-apiserver " + o.KubeAPIServer
-	} else if spec, err := binaries.KubeAPIServerFor(o.KubeVersion); err == nil {
+	} else if spec, err := lab.KubeAPIServerSpec(o.KubeVersion); err == nil {
 		kas = "kube-apiserver " + spec.Version
 		if _, ok, err := binaries.Path(spec, binaries.Options{}); err == nil && !ok {
 			kas += " (not built yet: the run builds it first, about " + spec.ColdBuild.String() + "; \"repro lab build\" does it now)"

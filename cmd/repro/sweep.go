@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/repro-tools/repro/lab"
-	"github.com/repro-tools/repro/lab/binaries"
 	"github.com/repro-tools/repro/results"
 	"github.com/repro-tools/repro/sweep"
 )
@@ -60,8 +59,7 @@ Usage:
 				// Build every release first, in the open: a point's own
 				// output is discarded, and a first build takes minutes.
 				for _, v := range o.Values {
-					s, _ := binaries.KubeAPIServerFor(v)
-					if _, err := binaries.Ensure(cmd.Context(), s, binaries.Options{Progress: cmd.ErrOrStderr()}); err != nil {
+					if _, err := lab.EnsureKubeAPIServer(cmd.Context(), v, cmd.ErrOrStderr()); err != nil {
 						return err
 					}
 				}
@@ -161,8 +159,8 @@ func parseSweepArgs(args []string) (sweep.Options, bool, error) {
 			if v == "" {
 				return o, false, fmt.Errorf("--lab-kube-version %q: an empty value; want v1,v2,... (repro lab versions)", versions[0])
 			}
-			if _, err := binaries.KubeAPIServerFor(v); err != nil {
-				return o, false, fmt.Errorf("--lab-kube-version %s: %w", versions[0], err)
+			if _, err := lab.KubeAPIServerSpec(v); err != nil {
+				return o, false, fmt.Errorf("--lab-kube-version %s: %w", versions[0], errors.Unwrap(err))
 			}
 			o.Values = append(o.Values, v)
 		}
