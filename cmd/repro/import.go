@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -22,8 +19,6 @@ import (
 	"github.com/repro-tools/repro/attribute"
 	"github.com/repro-tools/repro/ci"
 	"github.com/repro-tools/repro/importer"
-	"github.com/repro-tools/repro/report/write"
-	"github.com/repro-tools/repro/results"
 )
 
 func init() { subcommands = append(subcommands, newImportCmd) }
@@ -139,14 +134,13 @@ the rest were.`,
 			if err != nil {
 				return err
 			}
-			in := importInputs{Paths: local}
+			in := importer.Inputs{Paths: local}
 			var fetchFailed int
 			// One gather per job (the named runs with the first).
 			jobs := io.jobs
 			if len(jobs) == 0 {
 				jobs = []string{""}
 			}
-			in.Clean = map[string]bool{}
 			for i, job := range jobs {
 				r := req
 				r.Job = job
@@ -162,15 +156,12 @@ the rest were.`,
 				}
 				fetchFailed += len(res.Failures)
 				in.Runs = append(in.Runs, res.Runs...)
-				for d := range res.Clean {
-					in.Clean[d] = true
-				}
 				if io.audit {
 					printAttribution(cmd, io, res.Runs)
 				}
 				evictCache(cmd, cl, in.Runs)
 			}
-			imported, bad, err := importRuns(cmd, io, in)
+			imported, bad, err := io.importRuns(cmd, in)
 			if err != nil {
 				return err
 			}
@@ -221,7 +212,7 @@ the rest were.`,
 // history flags.
 func (o *importOptions) request(args []string) (ci.Request, []string, error) {
 	req := ci.Request{Bucket: o.bucket, Limit: o.limit, Threshold: o.threshold, Sippy: o.sippy, SippyURL: o.sippyURL, Audit: o.audit}
-	if _, _, err := o.compareSets(); err != nil {
+	if _, _, err := importer.ParseCompareBy(o.compareBy, o.jobs); err != nil {
 		return req, nil, err
 	}
 	var local []string
@@ -251,11 +242,11 @@ func (o *importOptions) request(args []string) (ci.Request, []string, error) {
 		return req, nil, errors.New("--job needs --since DATE (2006-01-02 or RFC 3339), so that a job's whole history is never read")
 	}
 	var err error
-	if req.Since, err = parseDate(o.since); err != nil {
+	if req.Since, err = ci.ParseDate(o.since); err != nil {
 		return req, nil, fmt.Errorf("--since %q: %v", o.since, err)
 	}
 	if o.until != "" {
-		if req.Until, err = parseDate(o.until); err != nil {
+		if req.Until, err = ci.ParseDate(o.until); err != nil {
 			return req, nil, fmt.Errorf("--until %q: %v", o.until, err)
 		}
 		if !req.Until.After(req.Since) {
@@ -269,37 +260,6 @@ func (o *importOptions) request(args []string) (ci.Request, []string, error) {
 		return req, nil, fmt.Errorf("--threshold %v: give 0 or more", o.threshold)
 	}
 	return req, local, nil
-}
-
-func parseDate(s string) (time.Time, error) {
-	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	return time.Time{}, errors.New("use 2006-01-02 or RFC 3339 (2006-01-02T15:04:05Z)")
-}
-
-// parseSize reads a byte count with an optional unit (KB, MB, GB, TB as
-// powers of 1000; KiB, MiB, GiB, TiB, or Ki, Mi, Gi, Ti as powers of 1024).
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := len(t)
-	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') && t[i-1] != '.' {
-		i--
-	}
-	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("%q: give a size such as 20GiB or 500MB", s)
-	}
-	mult := map[string]float64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-		"k": 1 << 10, "ki": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mi": 1 << 20, "mib": 1 << 20,
-		"g": 1 << 30, "gi": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "ti": 1 << 40, "tib": 1 << 40}[unit]
-	if mult == 0 {
-		return 0, fmt.Errorf("%q: unknown unit %q; use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB", s, unit)
-	}
-	return int64(v * mult), nil
 }
 
 // failed notes one input that could not be fetched or imported. Each is
@@ -341,10 +301,10 @@ func (o *importOptions) validate() error {
 	if o.samplerTimeout <= 0 {
 		return fmt.Errorf("--sampler-timeout %s: give origin's sampler timeout, such as 20s or 34s", o.samplerTimeout)
 	}
-	if n, err := parseSize(o.cacheMax); err != nil || n <= 0 {
+	if n, err := ci.ParseSize(o.cacheMax); err != nil || n <= 0 {
 		return fmt.Errorf("--cache-max-size %q: give a positive size such as 20GiB", o.cacheMax)
 	}
-	if n, err := parseSize(o.maxObject); err != nil || n <= 0 {
+	if n, err := ci.ParseSize(o.maxObject); err != nil || n <= 0 {
 		return fmt.Errorf("--max-object %q: give a positive size such as 1GiB", o.maxObject)
 	}
 	return nil
@@ -353,19 +313,13 @@ func (o *importOptions) validate() error {
 // gather fetches the CI runs into the cache and prints what it did.
 func (o *importOptions) gather(cmd *cobra.Command, req ci.Request) (*ci.Result, *ci.Client, error) {
 	stderr := cmd.ErrOrStderr()
-	maxCache, err := parseSize(o.cacheMax)
+	maxCache, err := ci.ParseSize(o.cacheMax)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--cache-max-size %v", err)
 	}
-	maxObject, err := parseSize(o.maxObject)
+	maxObject, err := ci.ParseSize(o.maxObject)
 	if err != nil || maxObject <= 0 {
 		return nil, nil, fmt.Errorf("--max-object %q: give a size such as 1GiB", o.maxObject)
-	}
-	root := o.cacheDir
-	if root == "" {
-		if root, err = ci.DefaultCacheRoot(); err != nil {
-			return nil, nil, fmt.Errorf("no cache folder (%v): give --cache-dir", err)
-		}
 	}
 	if o.parallel <= 0 {
 		return nil, nil, fmt.Errorf("--parallel %d: give 1 or more", o.parallel)
@@ -374,19 +328,12 @@ func (o *importOptions) gather(cmd *cobra.Command, req ci.Request) (*ci.Result, 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var cl *ci.Client
-	if o.offline {
-		cl = ci.NewClient(nil, &ci.Cache{Root: root, Max: maxCache}, o.parallel)
-		cl.Offline = true
-	} else {
-		gcs, err := ci.NewStorage(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("opening Cloud Storage: %v", err)
-		}
-		defer gcs.Close()
-		cl = ci.NewClient(gcs, &ci.Cache{Root: root, Max: maxCache}, o.parallel)
+	cl, closeClient, err := ci.Open(ctx, ci.ClientOptions{CacheRoot: o.cacheDir, CacheMax: maxCache, MaxObject: maxObject, Parallel: o.parallel, Offline: o.offline})
+	if err != nil {
+		return nil, nil, err
 	}
-	cl.MaxObject = maxObject
+	defer closeClient()
+	root := cl.Cache.Root
 	bar := newFetchBar(ctx, stderr)
 	cl.Progress = bar
 	start := time.Now()
@@ -423,14 +370,7 @@ func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 // evictCache keeps the cache within its bound, never evicting the runs
 // just read.
 func evictCache(cmd *cobra.Command, cl *ci.Client, runs []*ci.Run) {
-	if cl.Offline {
-		return
-	}
-	keep := map[string]bool{}
-	for _, r := range runs {
-		keep[r.Dir] = true
-	}
-	ev, err := cl.Cache.Evict(keep)
+	ev, err := cl.EvictExcept(runs)
 	if err != nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "cache: %v\n", err)
 		return
@@ -472,220 +412,6 @@ func printAttribution(cmd *cobra.Command, o *importOptions, runs []*ci.Run) {
 			fmt.Fprintf(w, "  %s %s-%s %s %s: %s\n", rec.Start.UTC().Format("15:04:05"), rec.Backend, rec.Connection, rec.AuditID, rec.Verdict, rec.Detail)
 		}
 	}
-}
-
-// importInputs are the runs "repro import" analyses: local files and
-// folders as given, and CI run folders fetched into the cache (each holds
-// repro-ci-run.json; Clean marks the A/B runs triage added, by folder).
-type importInputs struct {
-	Paths []string
-	Runs  []*ci.Run
-	Clean map[string]bool
-}
-
-// importRuns analyses the inputs: the CI run folders (fetched, or local
-// folders holding prowjob.json) in one call to importer.AnalyzeCIRuns, the
-// other files and folders as interval files. It returns how many runs were
-// imported and how many files or runs failed (each already printed as one
-// line).
-func importRuns(cmd *cobra.Command, o *importOptions, in importInputs) (imported, bad int, err error) {
-	var ciDirs, plain []string
-	for _, p := range in.Paths {
-		if isCIRunFolder(p) {
-			ciDirs = append(ciDirs, p)
-		} else {
-			plain = append(plain, p)
-		}
-	}
-	for _, r := range in.Runs {
-		for _, f := range r.Files {
-			if strings.Contains(f, "/e2e-timelines_spyglass_") {
-				ciDirs = append(ciDirs, r.Dir)
-				break
-			}
-		}
-	}
-	if len(ciDirs) > 0 {
-		n, b, err := analyzeCIRuns(cmd, o, ciDirs)
-		imported, bad = imported+n, bad+b
-		if err != nil {
-			return imported, bad, err
-		}
-	} else if o.html != "" {
-		return 0, 0, errors.New("--html shows CI runs: give prow URLs, gs:// URIs, --job, or CI run folders (holding prowjob.json)")
-	}
-	if len(plain) > 0 {
-		n, b, err := importIntervalFiles(cmd, o, plain, len(ciDirs) > 0)
-		imported, bad = imported+n, bad+b
-		if err != nil {
-			return imported, bad, err
-		}
-	}
-	return imported, bad, nil
-}
-
-// isCIRunFolder reports whether a path is a CI run's folder as prow
-// uploads it (prowjob.json at its top).
-func isCIRunFolder(p string) bool {
-	st, err := os.Stat(filepath.Join(p, "prowjob.json"))
-	return err == nil && !st.IsDir()
-}
-
-// analyzeCIRuns hands the CI run folders to the importer's analysis and
-// prints its tables, page and folders.
-func analyzeCIRuns(cmd *cobra.Command, o *importOptions, dirs []string) (imported, bad int, err error) {
-	stderr := cmd.ErrOrStderr()
-	var runs []*importer.CIRun
-	for _, d := range dirs {
-		r, err := importer.OpenCIRun(d)
-		if err != nil {
-			o.failed(cmd, err.Error())
-			bad++
-			continue
-		}
-		runs = append(runs, r)
-	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	co := importer.CIOptions{Window: o.window, AtLeast: o.atLeast}
-	if co.A, co.B, err = o.compareSets(); err != nil {
-		return 0, bad, err
-	}
-	rep, err := importer.AnalyzeCIRuns(ctx, runs, co)
-	if err != nil {
-		return 0, bad, err
-	}
-	for _, rr := range rep.Runs {
-		if rr == nil {
-			continue
-		}
-		for _, e := range rr.Errors {
-			o.failed(cmd, fmt.Sprintf("%s: %s", rr.Run.Name(), e))
-			bad++
-		}
-	}
-	stdout := cmd.OutOrStdout()
-	if o.json {
-		err = importer.WriteCIJSON(stdout, rep)
-	} else {
-		err = importer.WriteCIText(stdout, rep)
-	}
-	if err != nil {
-		return 0, bad, err
-	}
-	if o.html != "" {
-		var b bytes.Buffer
-		if err := importer.WriteCIHTML(&b, rep); err != nil {
-			return 0, bad, err
-		}
-		if err := os.WriteFile(o.html, b.Bytes(), 0o644); err != nil {
-			return 0, bad, fmt.Errorf("--html: %v", err)
-		}
-		fmt.Fprintf(stderr, "wrote %s\n", o.html)
-	}
-	good := len(rep.Runs) - rep.Unreadable
-	if o.out != "" {
-		for _, rr := range rep.Runs {
-			if rr == nil || len(rr.Run.Run.Files) == 0 {
-				continue
-			}
-			dir := o.out
-			if len(rep.Runs) > 1 {
-				dir = filepath.Join(o.out, strings.NewReplacer("/", "_", " ", "_").Replace(rr.Run.Name()))
-			}
-			if err := importer.WriteCIFolder(dir, rr, importer.OutOptions{Pattern: o.pattern, Command: os.Args}); err != nil {
-				o.failed(cmd, fmt.Sprintf("%s: %v", dir, err))
-				bad++
-				continue
-			}
-			if _, err := write.Rebuild(dir); err != nil {
-				o.failed(cmd, fmt.Sprintf("%s: %v", dir, err))
-				bad++
-				continue
-			}
-			fmt.Fprintf(stderr, "wrote %s\n", dir)
-		}
-	}
-	return good, bad, nil
-}
-
-// compareSets turns --compare-by into the two sets the analysis compares.
-func (o *importOptions) compareSets() (a, b *importer.CISet, err error) {
-	by, val, _ := strings.Cut(o.compareBy, "=")
-	switch by {
-	case "":
-		return nil, nil, nil
-	case "job":
-		if len(o.jobs) != 2 {
-			return nil, nil, errors.New("--compare-by job compares two jobs: give --job twice")
-		}
-		x, y := importer.JobSet(o.jobs[0]), importer.JobSet(o.jobs[1])
-		return &x, &y, nil
-	case "date":
-		t, err := parseDate(val)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--compare-by date=%s: %v", val, err)
-		}
-		x, y := importer.DateSets(t)
-		return &x, &y, nil
-	case "version":
-		v1, v2, ok := strings.Cut(val, ",")
-		if !ok || v1 == "" || v2 == "" {
-			return nil, nil, errors.New("--compare-by version=A,B: give two versions, e.g. version=4.16,4.17")
-		}
-		x, y := importer.VersionSet(v1), importer.VersionSet(v2)
-		return &x, &y, nil
-	}
-	return nil, nil, fmt.Errorf("--compare-by %q: use job, date=2006-01-02 or version=4.16,4.17", o.compareBy)
-}
-
-// importIntervalFiles reads interval files and folders of them that are
-// not CI run folders, as import always has.
-func importIntervalFiles(cmd *cobra.Command, o *importOptions, paths []string, sub bool) (imported, bad int, err error) {
-	runs, err := importer.Find(paths)
-	if err != nil {
-		return 0, 0, err
-	}
-	var loaded []importer.Run
-	var ps []importer.Placement
-	for i := range runs {
-		for _, e := range runs[i].Load() {
-			o.failed(cmd, e.Error())
-			bad++
-		}
-		if len(runs[i].Files) == 0 {
-			continue
-		}
-		loaded = append(loaded, runs[i])
-		ps = append(ps, importer.Place(runs[i])...)
-	}
-	stdout := cmd.OutOrStdout()
-	if o.json {
-		err = importer.WriteJSON(stdout, ps)
-	} else {
-		err = importer.WriteText(stdout, loaded, ps)
-	}
-	if err != nil {
-		return len(loaded), bad, err
-	}
-	if o.out != "" {
-		out := o.out
-		if sub {
-			// CI runs were written under --out too: these go beside them.
-			out = filepath.Join(o.out, "files")
-		}
-		oo := *o
-		oo.out = out
-		for _, r := range loaded {
-			if err := writeImported(cmd, &oo, r, ps, len(loaded) > 1); err != nil {
-				o.failed(cmd, err.Error())
-				bad++
-			}
-		}
-	}
-	return len(loaded), bad, nil
 }
 
 // fetchBar shows the downloads: an mpb bar of bytes with the objects and an
@@ -741,39 +467,18 @@ func (b *fetchBar) finish() {
 	b.p.Wait()
 }
 
-// writeImported writes one run's folder, rebuilds repro's files in it and
-// adds the import's own section to summary.txt.
-func writeImported(cmd *cobra.Command, io *importOptions, r importer.Run, all []importer.Placement, many bool) error {
-	dir := importer.FolderName(io.out, r, many)
-	var mine []importer.Placement
-	for _, p := range all {
-		if p.Run == r.Name {
-			mine = append(mine, p)
-		}
+// importRuns hands the inputs to importer.Import with the flags' options;
+// each failed input is one line (failed).
+func (o *importOptions) importRuns(cmd *cobra.Command, in importer.Inputs) (imported, bad int, err error) {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
 	}
-	if err := importer.WriteFolder(dir, r, mine, importer.OutOptions{Pattern: io.pattern, Command: os.Args}); err != nil {
-		return err
+	io := importer.ImportOptions{Out: o.out, Pattern: o.pattern, JSON: o.json, HTML: o.html,
+		CI: importer.CIOptions{Window: o.window, AtLeast: o.atLeast}, Command: os.Args,
+		Stdout: cmd.OutOrStdout(), Log: cmd.ErrOrStderr(), Failed: func(msg string) { o.failed(cmd, msg) }}
+	if io.CI.A, io.CI.B, err = importer.ParseCompareBy(o.compareBy, o.jobs); err != nil {
+		return 0, 0, err
 	}
-	if _, err := write.Rebuild(dir); err != nil {
-		return fmt.Errorf("%s: %w", dir, err)
-	}
-	f, err := results.Open(dir)
-	if err != nil {
-		return err
-	}
-	summary, err := os.ReadFile(f.Path(results.SummaryFile))
-	if err != nil {
-		return err
-	}
-	var b bytes.Buffer
-	b.Write(summary)
-	b.WriteString("\nImported from origin's interval files (whole seconds; samples synthesized one per second):\n")
-	if err := importer.WriteText(&b, []importer.Run{r}, mine); err != nil {
-		return err
-	}
-	if err := f.WriteFile(results.SummaryFile, b.Bytes()); err != nil {
-		return err
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", dir)
-	return nil
+	return importer.Import(ctx, in, io)
 }
