@@ -84,60 +84,21 @@ Needs get on nodes/proxy and list on nodes (see "repro rbac").`,
 // audit logs of the cluster cfg points at, writes attribution.jsonl and
 // prints what was read and the counts.
 func attributeRun(ctx context.Context, out io.Writer, cfg *rest.Config, dir string, timeout time.Duration, log *zap.Logger) error {
-	folder, err := results.Open(dir)
-	if err != nil {
-		return err
-	}
-	failed, err := attribute.ReadFailed(folder.Path(results.SamplesFile))
-	if err != nil {
-		return err
-	}
-	opts := attribute.Options{RequestTimeout: timeout}
-	if run, err := folder.ReadRun(); err == nil {
-		opts.From = run.Start
-		if run.End != nil {
-			opts.To = *run.End
-		}
-	}
-	if opts.AnsweredBy, err = attribute.LBAnsweredBy(folder.Path(results.LBConnectionsFile)); err != nil {
-		return err
-	}
-	if len(failed) == 0 {
-		fmt.Fprintln(out, "attribute: no failed samples, nothing to attribute")
-		return attribute.WriteRecords(folder.Path(results.AttributionFile), nil)
-	}
-	// A request stalled inside an apiserver is logged only when it ends,
-	// within the request timeout: right after a run, wait for that before
-	// reading, so an absent request can be called not received.
-	var latest time.Time
-	for i := range failed {
-		if e := failed[i].End(); failed[i].Phases.WroteRequest > 0 && e.After(latest) {
-			latest = e
-		}
-	}
-	if wait := time.Until(latest.Add(timeout)); wait > 0 && wait <= 2*timeout {
-		fmt.Fprintf(out, "attribute: waiting %s for requests stalled at the end of the run to end (--server-request-timeout %s)\n", wait.Round(100*time.Millisecond), timeout)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-	}
-	src, err := attribute.NewNodeLogs(cfg)
-	if err != nil {
-		return err
-	}
 	prog := newAttributeProgress(ctx, log)
-	opts.Progress = prog.update
 	began := time.Now()
-	res, err := attribute.Correlate(ctx, src, failed, opts)
+	fr, err := attribute.CorrelateFolder(ctx, cfg, dir, attribute.FolderOptions{RequestTimeout: timeout, Progress: prog.update,
+		Waiting: func(wait time.Duration) {
+			fmt.Fprintf(out, "attribute: waiting %s for requests stalled at the end of the run to end (--server-request-timeout %s)\n", wait.Round(100*time.Millisecond), timeout)
+		}})
 	prog.finish()
 	if err != nil {
-		return fmt.Errorf("attribute: %w", err)
+		return err
 	}
-	var read int64
-	for _, l := range res.Logs {
-		read += l.Bytes
+	if fr.Result == nil {
+		fmt.Fprintln(out, "attribute: no failed samples, nothing to attribute")
+		return nil
+	}
+	for _, l := range fr.Logs {
 		switch {
 		case l.Err != nil:
 			fmt.Fprintf(out, "attribute: %s on %s: %v\n", l.Server, l.Node, l.Err)
@@ -152,11 +113,8 @@ func attributeRun(ctx context.Context, out io.Writer, cfg *rest.Config, dir stri
 				l.First.UTC().Format("15:04:05.000"), l.Last.UTC().Format("15:04:05.000"), strings.Join(l.Files, ", "), cut)
 		}
 	}
-	if err := attribute.WriteRecords(folder.Path(results.AttributionFile), res.Records); err != nil {
-		return err
-	}
 	counts := map[string]int{}
-	for _, r := range res.Records {
+	for _, r := range fr.Records {
 		counts[r.Verdict]++
 	}
 	var parts []string
@@ -165,8 +123,8 @@ func attributeRun(ctx context.Context, out io.Writer, cfg *rest.Config, dir stri
 			parts = append(parts, fmt.Sprintf("%s %d", v, counts[v]))
 		}
 	}
-	fmt.Fprintf(out, "attribute: %d failed sample(s): %s (%.1f MB of audit log read in %s); %s\n", len(res.Records), strings.Join(parts, ", "),
-		float64(read)/1e6, time.Since(began).Round(time.Millisecond), folder.Path(results.AttributionFile))
+	fmt.Fprintf(out, "attribute: %d failed sample(s): %s (%.1f MB of audit log read in %s); %s\n", len(fr.Records), strings.Join(parts, ", "),
+		float64(fr.Read)/1e6, time.Since(began).Round(time.Millisecond), fr.Path)
 	return nil
 }
 
