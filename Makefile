@@ -2,7 +2,7 @@
 # everything else here is a convenience around them.
 GO ?= go
 
-.PHONY: run test lab-build build vet fmt bench bench-vs-vegeta
+.PHONY: run test lab-build build vet fmt bench bench-vs-vegeta bench-vegeta
 
 # run: the main job on the lab (builds the lab's binaries on first use).
 run:
@@ -39,3 +39,12 @@ bench:
 # time, and the ratios.
 bench-vs-vegeta:
 	$(GO) test -run '^$$' -bench BenchmarkVsVegeta -benchtime 1x -count 3 -timeout 10m ./prober/
+
+# bench-vegeta: the `repro probe` process against two vegeta v12.13.0
+# processes (built into the user cache dir on first use) at the same 600
+# req/s, against one local TLS HTTP/1.1 target in a third process, in
+# interleaved rounds; prints CPU per request, peak RSS and p50/p99 per
+# connection type with the ratios, and checks that every request the target
+# answered has its sample. See docs/prober-cost.md.
+bench-vegeta:
+	$(GO) run ./hack/benchvegeta $(BENCH_VEGETA_FLAGS)
