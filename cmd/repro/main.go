@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/repro-tools/repro/internal/debugprof"
 	"github.com/repro-tools/repro/lab/netns"
 )
 
@@ -56,7 +57,9 @@ func main() {
 	}
 	ctx, stop := interruptContext()
 	defer stop()
+	stopProfiles := debugprof.Start()
 	err := newRootCmd().ExecuteContext(ctx)
+	stopProfiles()
 	if err == nil {
 		return
 	}
