@@ -44,13 +44,23 @@ const (
 const DefaultStallThreshold = 250 * time.Millisecond
 
 // control polls the local target (and --control's) beside the backends,
-// over new and reused connections, with the backends' interval and timeout.
+// over new and reused connections, with the backends' timeout and
+// controlInterval.
 type control struct {
 	srv      *http.Server
 	ln       net.Listener
 	local    *prober.Prober
 	external *prober.Prober
 	log      *zap.Logger
+}
+
+// controlInterval is the control pollers' interval: the backends', but no
+// finer than prober.DefaultInterval. Below it the local control's requests
+// (and the handshakes its in-process server answers) cost the prober as much
+// CPU as a third of the backends' at --interval 10ms (docs/prober-cost.md),
+// while a run's stall windows still get the sampling a default run has.
+func controlInterval(backends time.Duration) time.Duration {
+	return max(backends, prober.DefaultInterval)
 }
 
 // newControl starts the local target and builds the control pollers.
@@ -75,7 +85,7 @@ func newControl(p Polling, externalURL string, externalCA []byte, log *zap.Logge
 		})}}
 	go func() { _ = c.srv.Serve(ln) }()
 	opts := func(b prober.Backend) []prober.Option {
-		return []prober.Option{prober.WithBackends(b), prober.WithInterval(p.Interval), prober.WithProbeTimeout(p.ProbeTimeout),
+		return []prober.Option{prober.WithBackends(b), prober.WithInterval(controlInterval(p.Interval)), prober.WithProbeTimeout(p.ProbeTimeout),
 			prober.WithHTTP2(p.HTTP2), prober.WithLogger(log)}
 	}
 	local := &rest.Config{Host: "https://" + ln.Addr().String(), TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}
