@@ -58,13 +58,14 @@ func main() {
 	dur := flag.Duration("duration", 15*time.Second, "how long each tool runs in a round")
 	cache := flag.String("cache", "", "where vegeta and repro are built (default the user cache dir)")
 	keep := flag.String("keep", "", "keep every run's output here (default a temporary dir, removed)")
+	reproBin := flag.String("repro", "", "measure this repro binary instead of building ./cmd/repro (a variant, e.g. without tick staggering)")
 	reproEnv := flag.String("repro-env", "", "extra environment for repro, comma-separated K=V (e.g. GOGC=200)")
 	flag.Parse()
 	if *serve != "" {
 		serveTarget(*serve)
 		return
 	}
-	if err := run(*rounds, *dur, *cache, *keep, *reproEnv); err != nil {
+	if err := run(*rounds, *dur, *cache, *keep, *reproBin, *reproEnv); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -80,7 +81,7 @@ type tool struct {
 	lat      map[string][]float64 // ms, by connection type "new"/"reused"
 }
 
-func run(rounds int, dur time.Duration, cache, keep, reproEnv string) error {
+func run(rounds int, dur time.Duration, cache, keep, repro, reproEnv string) error {
 	if cache == "" {
 		d, err := os.UserCacheDir()
 		if err != nil {
@@ -115,13 +116,15 @@ func run(rounds int, dur time.Duration, cache, keep, reproEnv string) error {
 			return fmt.Errorf("building vegeta: %w", err)
 		}
 	}
-	repro := filepath.Join(cache, "repro")
-	log.Printf("building repro into %s", repro)
-	// The same flags as `make build`, so the measured binary is the shipped one.
-	c := exec.Command("go", "build", "-ldflags=-s -w", "-o", repro, "./cmd/repro")
-	c.Stdout, c.Stderr = os.Stderr, os.Stderr
-	if err := c.Run(); err != nil {
-		return fmt.Errorf("building repro: %w", err)
+	if repro == "" {
+		repro = filepath.Join(cache, "repro")
+		log.Printf("building repro into %s", repro)
+		// The same flags as `make build`, so the measured binary is the shipped one.
+		c := exec.Command("go", "build", "-ldflags=-s -w", "-o", repro, "./cmd/repro")
+		c.Stdout, c.Stderr = os.Stderr, os.Stderr
+		if err := c.Run(); err != nil {
+			return fmt.Errorf("building repro: %w", err)
+		}
 	}
 
 	certs := filepath.Join(work, "certs")
