@@ -94,6 +94,9 @@ type Lab struct {
 
 	// prom is the lab's Prometheus (prometheus.go), nil without one.
 	prom *promserver.Server
+
+	// load is the load process (loadproc.go), nil without one.
+	load *loadProc
 }
 
 // Balancer is what the lab needs of its load balancer; lab/lb's Go proxy
@@ -165,6 +168,9 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		return nil, err
 	}
 	if err := l.startOperator(wctx); err != nil {
+		return nil, err
+	}
+	if err := l.startLoad(ctx); err != nil {
 		return nil, err
 	}
 
@@ -572,6 +578,8 @@ func (l *Lab) Stop() error {
 	l.stopOnce.Do(func() {
 		defer close(l.stopped)
 		l.cancel()
+		// The load's clients go first: they are not part of what stops.
+		l.StopLoad()
 		errs0 := l.stopPrometheus()
 		if l.events != nil {
 			l.events.close()

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/repro-tools/repro/lab/lb"
+	"github.com/repro-tools/repro/lab/load"
 	"github.com/repro-tools/repro/lab/netns"
 )
 
@@ -84,6 +85,14 @@ type Options struct {
 	ConnRecords string
 	// ExtraAPIServerArgs are appended to every kube-apiserver's flags.
 	ExtraAPIServerArgs []string
+
+	// Load names the cluster load to run beside the pollers (load.Names;
+	// "" or load.None: none), in a process of its own.
+	Load string
+	// LoadCommand is the load process's command line before its --config
+	// flag; empty means this executable with "lab load" (repro's hidden
+	// subcommand).
+	LoadCommand []string
 
 	// LB chooses the load balancer: LBKernel (pass-through, nftables, in
 	// repro's network namespace), LBProxy (the Go proxy) or LBAuto (the
@@ -236,6 +245,9 @@ func (o Options) validate() error {
 		return fmt.Errorf("lab load balancer %q: want one of %s", o.LB, strings.Join(LBChoices(), ", "))
 	case o.Faults.LB.LateDeregistration < 0 || o.Faults.LB.Blackhole < 0 || o.Faults.EtcdStall < 0 || o.Faults.EtcdStallAfter < 0 || o.Faults.EtcdCheckTimeout < 0 || o.Faults.AggregatedEtcdStall < 0:
 		return fmt.Errorf("fault durations must not be negative: %+v", o.Faults)
+	}
+	if _, _, err := load.Lookup(o.Load); err != nil {
+		return err
 	}
 	if _, err := KubeAPIServerSpec(o.KubeVersion); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // LoadFile is the results file the lab's load generator (issue 28) streams
@@ -17,13 +18,24 @@ const LoadFile = "load.jsonl"
 type LoadEvent struct {
 	// Time is when the outcome happened, RFC 3339 with nanoseconds.
 	Time string `json:"time"`
-	// Kind is list, watch-open, watch-cut, relist or write.
+	// Kind is list, relist, watch-open, watch-cut (ended by the server or
+	// the connection), watch-stop (ended by the client) or write.
 	Kind string `json:"kind"`
 	// Client names the client kind (node, controller, operator).
 	Client string `json:"client"`
 	// Resource is the resource listed, watched or written.
 	Resource string `json:"resource,omitempty"`
-	// Target is the apiserver the connection reached, "" when unknown.
+	// Identity is the user the client authenticated as
+	// (system:node:worker-0, system:serviceaccount:kube-system:...).
+	Identity string `json:"identity,omitempty"`
+	// Watch names one reflector's watch, the same on its watch-open and
+	// the watch-cut or watch-stop that ends it.
+	Watch string `json:"watch,omitempty"`
+	// Local is the client's local address of the connection the request
+	// went over, what the load balancer's connection records are keyed by.
+	Local string `json:"local,omitempty"`
+	// Target is the apiserver the connection reached, "" when unknown
+	// (filled in from the load balancer's records after the run).
 	Target string `json:"target,omitempty"`
 	// LatencyMS is the request's duration in milliseconds (lists, writes).
 	LatencyMS float64 `json:"latencyMs,omitempty"`
@@ -47,6 +59,55 @@ type LoadRecord struct {
 	LoadAvg1 float64 `json:"loadAvg1,omitempty"`
 	// Cores is the machine's online CPU count, to read LoadAvg1 against.
 	Cores int `json:"cores,omitempty"`
+	// Clients and Watches are how many clients and reflectors the load ran.
+	Clients int `json:"clients,omitempty"`
+	Watches int `json:"watches,omitempty"`
+	// Objects is how many objects the load created before it started.
+	Objects int `json:"objects,omitempty"`
+	// APIServers are the load's outcomes per apiserver its requests reached.
+	APIServers []LoadAPIServer `json:"apiservers,omitempty"`
+	// Terminations are the watches each apiserver held around each node's
+	// termination.
+	Terminations []LoadTermination `json:"terminations,omitempty"`
+	// Unattributed counts events whose connection the load balancer's
+	// records did not name a target for.
+	Unattributed int `json:"unattributed,omitempty"`
+}
+
+// LoadAPIServer is the load's outcomes on one apiserver over the run.
+type LoadAPIServer struct {
+	Name string `json:"name"`
+	// Lists counts the reflectors' first lists, Relists the later ones
+	// (after a cut watch or an expired resource version).
+	Lists   int `json:"lists"`
+	Relists int `json:"relists"`
+	// RelistP50MS and RelistMaxMS are the re-lists' latencies.
+	RelistP50MS float64 `json:"relistP50Ms,omitempty"`
+	RelistMaxMS float64 `json:"relistMaxMs,omitempty"`
+	// WatchOpens counts watches opened; WatchCuts those the server or the
+	// connection ended.
+	WatchOpens int `json:"watchOpens"`
+	WatchCuts  int `json:"watchCuts"`
+	// Writes and WriteErrors count the writers' requests; the latencies
+	// are the successful ones'.
+	Writes      int     `json:"writes"`
+	WriteErrors int     `json:"writeErrors"`
+	WriteP50MS  float64 `json:"writeP50Ms,omitempty"`
+	WriteMaxMS  float64 `json:"writeMaxMs,omitempty"`
+	// ListErrors counts failed lists and re-lists.
+	ListErrors int `json:"listErrors,omitempty"`
+}
+
+// LoadTermination is the watches each apiserver held just before a node's
+// kube-apiserver was told to terminate, and once its successor was ready
+// (or, without one, at the run's end).
+type LoadTermination struct {
+	Node   string    `json:"node"`
+	Before time.Time `json:"before"`
+	After  time.Time `json:"after"`
+	// WatchesBefore and WatchesAfter are open watches by apiserver.
+	WatchesBefore map[string]int `json:"watchesBefore"`
+	WatchesAfter  map[string]int `json:"watchesAfter"`
 }
 
 // ProcCPUSeconds reads a process's user+system CPU from /proc/<pid>/stat

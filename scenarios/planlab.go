@@ -50,6 +50,13 @@ func (p *Plan) stopLab(ctx context.Context, l *lab.Lab) {
 func (p *Plan) onLab(s *Session, l *lab.Lab, folder *results.Folder) {
 	s.Target = Target{Config: l.RESTConfig(), Lab: labSettings(l, p.Lab.Sets)}
 	s.BeforeFinish = func(run *results.Run) {
+		// The load stops first (the pollers have), its outcomes kept with
+		// each request's apiserver named while the LB's records are there.
+		rec, err := l.KeepLoad(folder.Path(results.LoadFile))
+		if err != nil {
+			p.Log.Warn("could not keep the load's outcomes", zap.Error(err))
+		}
+		run.Extra.Load = rec
 		// The fault windows the lab applied, to line up with the gaps.
 		run.Extra.LabFaults = l.FaultEvents()
 		if err := keepLabLogs(l, folder); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/repro-tools/repro/lab"
 	"github.com/repro-tools/repro/lab/aggregated"
 	"github.com/repro-tools/repro/lab/binaries"
+	"github.com/repro-tools/repro/lab/load"
 	"github.com/repro-tools/repro/lab/netns"
 )
 
@@ -51,7 +52,31 @@ Force a rollout against it as on OpenShift:
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newLabBuildCmd(o), newLabUpCmd(o), newLabProfilesCmd(o), newLabVersionsCmd(o))
+	cmd.AddCommand(newLabBuildCmd(o), newLabUpCmd(o), newLabProfilesCmd(o), newLabVersionsCmd(o), newLabLoadCmd())
+	return cmd
+}
+
+// newLabLoadCmd is the lab's load process (--lab-load), which the lab
+// starts and stops itself; hidden, as no user runs it.
+func newLabLoadCmd() *cobra.Command {
+	var config string
+	cmd := &cobra.Command{
+		Use: "load", Hidden: true, Args: cobra.NoArgs,
+		Short: "Run the lab's cluster load (started by the lab)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := load.ReadConfig(config)
+			if err != nil {
+				return err
+			}
+			log, err := zap.NewProduction()
+			if err != nil {
+				return err
+			}
+			defer log.Sync()
+			return load.Run(cmd.Context(), cfg, log)
+		},
+	}
+	cmd.Flags().StringVar(&config, "config", "", "the load's configuration file, written by the lab")
 	return cmd
 }
 
@@ -189,6 +214,7 @@ func (f *labFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&f.opts.Listen, "listen", d.Listen, "load balancer address; a fixed port must be free")
 	fl.StringVar(&f.lb, "lab-lb", lab.LBAuto, "the lab's load balancer: kernel (pass-through like an NLB: nftables DNAT in a network namespace repro makes), proxy (a Go TCP proxy), or auto (kernel where a namespace can be made, else proxy)")
 	fl.IntVar(&f.opts.Nodes, "nodes", d.Nodes, "number of control-plane nodes")
+	fl.StringVar(&f.opts.Load, "lab-load", load.None, "cluster load the lab carries beside the pollers, in a process of its own (kubelets, kube-proxies, controllers listing, watching and writing through the load balancer as themselves): "+strings.Join(load.Names(), ", ")+" (docs/lab.md)")
 	// The knobs that have a flag (the timings and the health-check
 	// thresholds), from the knob table, defaulting to the fast scale.
 	for _, k := range lab.Knobs() {
