@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/repro-tools/repro/lab/lb"
+	"github.com/repro-tools/repro/lab/load"
 )
 
 // Knob is one setting of the lab addressable by key (repro's --lab-set
@@ -150,6 +151,20 @@ var knobs = []Knob{
 	boolKnob("etcd-stall-all", "the etcd stall hits every apiserver's link at once (etcd not answering)", func(o *Options) *bool { return &o.Faults.EtcdStallAll }),
 	durKnob("aggregated-etcd-stall", "hold the etcd traffic of the aggregated API servers (image and oauth, not kube-apiserver) on an etcd-stall-on node this long after its kube-apiserver's restart put it back in service, etcd-stall-after later (0: off)", func(o *Options) *time.Duration { return &o.Faults.AggregatedEtcdStall }),
 	boolKnob("aggregated-rollout", "restart a node's aggregated API servers gracefully once its restarted kube-apiserver is back in service (a rollout of them, one node at a time)", func(o *Options) *bool { return &o.Faults.AggregatedRollout }),
+	{Key: "load", Doc: "the cluster load the lab carries (load.Names: none, cl2-load), as --lab-load",
+		get: func(o *Options) string {
+			if o.Load == "" {
+				return load.None
+			}
+			return o.Load
+		},
+		set: func(o *Options, v string) error {
+			if _, _, err := load.Lookup(v); err != nil {
+				return fmt.Errorf("want one of %s", strings.Join(load.Names(), ", "))
+			}
+			o.Load = v
+			return nil
+		}},
 	durKnob("etcd-check-timeout", "kube-apiserver --etcd-healthcheck-timeout and --etcd-readycheck-timeout (0: their 2s default)", func(o *Options) *time.Duration { return &o.Faults.EtcdCheckTimeout }),
 }
 

@@ -153,3 +153,48 @@ func LoadAvg1() (float64, error) {
 	}
 	return strconv.ParseFloat(f[0], 64)
 }
+
+// Lines are the summary's lines for the load: one for the load itself,
+// then one per apiserver with the watches it held before and after each
+// node's termination, its re-lists and its writers' outcomes.
+func (r *LoadRecord) Lines() []string {
+	if r == nil {
+		return nil
+	}
+	head := fmt.Sprintf("load: %s", r.Name)
+	if r.ScaleDown > 1 {
+		head += fmt.Sprintf(" (its sources' sizes divided by %d)", r.ScaleDown)
+	}
+	head += fmt.Sprintf(": %d clients, %d watches, %d objects; the load process used %.1f CPU s", r.Clients, r.Watches, r.Objects, r.CPUSeconds)
+	if r.Cores > 0 {
+		head += fmt.Sprintf(", machine load average %.1f on %d cores", r.LoadAvg1, r.Cores)
+	}
+	out := []string{head}
+	for _, a := range r.APIServers {
+		var terms []string
+		for _, t := range r.Terminations {
+			terms = append(terms, fmt.Sprintf("%s %d->%d", t.Node, t.WatchesBefore[a.Name], t.WatchesAfter[a.Name]))
+		}
+		l := fmt.Sprintf("load on %s:", a.Name)
+		if len(terms) > 0 {
+			l += " watches before->after each node's termination " + strings.Join(terms, ", ") + ";"
+		}
+		l += fmt.Sprintf(" re-lists %d", a.Relists)
+		if a.Relists > 0 {
+			l += fmt.Sprintf(" (p50 %.0f ms, max %.0f ms)", a.RelistP50MS, a.RelistMaxMS)
+		}
+		l += fmt.Sprintf(", watch cuts %d, writes %d (%d failed", a.WatchCuts, a.Writes, a.WriteErrors)
+		if a.Writes > a.WriteErrors {
+			l += fmt.Sprintf(", p50 %.0f ms, max %.0f ms", a.WriteP50MS, a.WriteMaxMS)
+		}
+		l += ")"
+		if a.ListErrors > 0 {
+			l += fmt.Sprintf(", failed lists %d", a.ListErrors)
+		}
+		out = append(out, l)
+	}
+	if r.Unattributed > 0 {
+		out = append(out, fmt.Sprintf("load: %d of its events' connections had no load balancer record naming an apiserver", r.Unattributed))
+	}
+	return out
+}

@@ -137,6 +137,12 @@ each failed request went (attribution.jsonl; see "repro attribute").
 --vantage (repeatable) polls from more places than the external load
 balancer: internal-lb, direct (each apiserver), service-network (in-cluster).
 
+--lab-load cl2-load gives the lab a cluster's load (kubelets, kube-proxies,
+controllers listing, watching and writing as themselves through its load
+balancer, in a process of their own): load.jsonl, run.json's extra.load and
+summary.txt's load lines say per apiserver what it held and re-listed
+(docs/lab.md).
+
 Exit codes: 0 done within limits, 3 disruption over --max-disruption,
 130 interrupted (partial results kept), 1 any other error.`,
 		Args: cobra.NoArgs,

@@ -102,7 +102,7 @@ func tail(s string, n int) string {
 	return s
 }
 
-// labProcesses lists the kube-apiserver, aggregated-apiserver and etcd processes whose command
+// labProcesses lists the kube-apiserver, aggregated-apiserver, etcd and load processes whose command
 // line mentions dir (the lab's directory, where their certificates are).
 func labProcesses(t *testing.T, dir string) map[int]string {
 	t.Helper()
@@ -121,7 +121,9 @@ func labProcesses(t *testing.T, dir string) map[int]string {
 			continue
 		}
 		exe := filepath.Base(string(bytes.SplitN(b, []byte{0}, 2)[0]))
-		if (exe == "kube-apiserver" || exe == "etcd" || exe == "aggregated-apiserver") && bytes.Contains(b, []byte(dir)) {
+		// The load process is repro itself, its config in the lab's dir.
+		isLoad := exe == "repro" && bytes.Contains(b, []byte("load-config.json"))
+		if (exe == "kube-apiserver" || exe == "etcd" || exe == "aggregated-apiserver" || isLoad) && bytes.Contains(b, []byte(dir)) {
 			out[pid] = exe
 		}
 	}

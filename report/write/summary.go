@@ -42,6 +42,9 @@ func WriteSummary(w io.Writer, a *report.Analysis, run *results.Run) error {
 		if l := run.LabLine(); l != "" {
 			fmt.Fprintf(&b, "lab: %s\n", l)
 		}
+		for _, l := range run.Extra.Load.Lines() {
+			b.WriteString(l + "\n")
+		}
 	} else {
 		b.WriteString("repro report (no run.json)\n")
 	}
