@@ -143,6 +143,14 @@ var catalogue = []Mechanism{
 		RuledOutBy:  "Failures on kube-api or cache-kube-api pollers, or answered requests (attribution).",
 	},
 	{
+		Name: "loaded", Profile: true,
+		Summary:     "A cluster's own clients (kubelets, kube-proxies, controllers) ride the rollout: the rolled apiserver's watches are cut and re-list and re-watch against the survivors at once; if that storm exhausts the survivors' request handling (priority-and-fairness seats, CPU), requests of every variant of every backend sent to them go unanswered, and the load's own writes fail with them.",
+		Fingerprint: []Check{notAnswered(0.8), everyVariant(), servedBySpread(2), relistStorm()},
+		Timing:      "From the moment the rolled node's watches are cut (its listener closing, or the LB's connection termination when it turns unhealthy) for as long as the survivors take to serve the re-lists; its length grows with the objects listed and the watches cut, not with the shutdown delay.",
+		Source:      "openshift-eng/ai-helpers plugins/ci/skills/analyze-disruption SKILL.md (every variant of every backend at once: control-plane resource exhaustion); kubernetes/enhancements KEP-3157 (the cost of re-lists on the apiserver); kubernetes/perf-tests clusterloader2/testing/load/config.yaml (the load's sizes)",
+		RuledOutBy:  "No failed load write or no re-list on the survivors, failures on one apiserver only, or answered failures (429, 5xx) instead of silence.",
+	},
+	{
 		Name:        "lb-routes-to-stopped-target",
 		Summary:     "The LB sends new connections to a target whose apiserver process has exited, before its health checks fail.",
 		Fingerprint: []Check{everyBackend(), classes(0.8, stopped...), phases(0.6, "starting"), cacheToo(), servedByRolled(0.6), verdicts(0.6, true, VerdictNotReceived), noStoragePressure()},

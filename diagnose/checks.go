@@ -16,6 +16,7 @@ const (
 	MissingServedBy    = "no record of which apiserver failed requests went to (the lab load balancer's connection records, or attribution; an AWS load balancer's target health cannot say which target a connection went to)"
 	MissingAttribution = "no attribution"
 	MissingLBVerdicts  = "no load balancer health verdicts (target health records, the lab's or --aws-lb's, or the lab LB's connection resets)"
+	MissingLoad        = "no cluster load in this run (--lab-load)"
 	MissingSignals     = "no server-side signals (signals.jsonl: server metrics, or the evidence imported beside a CI run's disruptions)"
 )
 
@@ -475,4 +476,43 @@ func everyVariant() Check {
 		s := ratio(int64(f.FailedPollers), int64(f.Pollers))
 		return outcome{ok: f.Pollers > 0 && f.FailedPollers == f.Pollers, share: s, evidence: fmt.Sprintf("%d of %d backend-connections failed", f.FailedPollers, f.Pollers)}
 	}}
+}
+
+// relistStorm is what a control plane exhausted by its own clients predicts:
+// the watches cut with the rolled apiserver re-list on the survivors, and the
+// load's own writes, sent to the same survivors, fail beside the pollers'
+// requests (a write is retried by nothing in the load, so a failure shows).
+func relistStorm() Check {
+	return Check{Name: "load re-lists", Predicts: "the load re-listed on the surviving apiservers and its own writes failed beside the failures", eval: func(f *Figures) outcome {
+		if f.Load == nil {
+			return outcome{missing: MissingLoad}
+		}
+		var relists, writes, writeErrors int
+		for _, a := range f.Load.APIServers {
+			relists += a.Relists
+			writes += a.Writes
+			writeErrors += a.WriteErrors
+		}
+		return outcome{ok: relists > 0 && writeErrors > 0, share: ratio(int64(writeErrors), int64(max(writes, 1))), evidence: LoadLine(f.Load)}
+	}}
+}
+
+// LoadLine is the load's figures in one line, as diagnose cites them: per
+// apiserver its re-lists (and the slowest) and failed writes, the load
+// process's CPU and the machine's load average, so a reader can weigh a
+// stall of the apiservers against one of the machine.
+func LoadLine(l *results.LoadRecord) string {
+	if l == nil {
+		return ""
+	}
+	var per []string
+	for _, a := range l.APIServers {
+		per = append(per, fmt.Sprintf("%s %d re-lists (slowest %.0f ms), %d of %d writes failed (slowest %.0f ms)", a.Name, a.Relists, a.RelistMaxMS, a.WriteErrors, a.Writes, a.WriteMaxMS))
+	}
+	line := fmt.Sprintf("%s (scaled down by %d: %d clients, %d watches, %d objects)", l.Name, l.ScaleDown, l.Clients, l.Watches, l.Objects)
+	if len(per) > 0 {
+		line += ": " + strings.Join(per, "; ")
+	}
+	line += fmt.Sprintf("; load process CPU %.1f s, machine load average %.1f on %d cores", l.CPUSeconds, l.LoadAvg1, l.Cores)
+	return line
 }

@@ -287,6 +287,9 @@ func WriteText(w io.Writer, r *Result) error {
 	if m := r.Figures.serverMetricsLine(); m != "" {
 		fmt.Fprintf(&b, "\n  Server metrics: %s\n", m)
 	}
+	if l := LoadLine(r.Figures.Load); l != "" {
+		fmt.Fprintf(&b, "\n  Load: %s\n", l)
+	}
 	if len(r.Indistinct) > 0 {
 		fmt.Fprintf(&b, "\n  Cannot tell apart: %s\n  Evidence that would tell them apart, missing here: %s\n", strings.Join(r.Indistinct, ", "), strings.Join(r.Separating, "; "))
 	}

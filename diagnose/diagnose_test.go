@@ -444,3 +444,22 @@ func TestLongestRunJoinsIntervalsThatFollowOn(t *testing.T) {
 		t.Errorf("longest run %d, want 3 (a's 10-12; b's DNS outage is no disruption)", got)
 	}
 }
+
+// The loaded mechanism's load check reads the load's own record: re-lists on
+// the survivors and failed writes make it hold, and its evidence cites them.
+func TestRelistStormCitesTheLoad(t *testing.T) {
+	c := relistStorm()
+	if o := c.eval(&Figures{}); o.missing != MissingLoad {
+		t.Errorf("no load: %+v", o)
+	}
+	ld := &results.LoadRecord{Name: "cl2-load", ScaleDown: 10, Clients: 22, Watches: 68, Objects: 317, CPUSeconds: 2.5, LoadAvg1: 3.2, Cores: 2,
+		APIServers: []results.LoadAPIServer{{Name: "master-0", Relists: 34, RelistMaxMS: 1600, Writes: 120, WriteErrors: 4, WriteMaxMS: 4800}, {Name: "master-1", Relists: 70, Writes: 100}}}
+	o := c.eval(&Figures{Load: ld})
+	if !o.ok || !strings.Contains(o.evidence, "master-0 34 re-lists (slowest 1600 ms), 4 of 120 writes failed") || !strings.Contains(o.evidence, "load process CPU 2.5 s") {
+		t.Errorf("storm: %+v", o)
+	}
+	ld.APIServers[0].WriteErrors = 0
+	if o := c.eval(&Figures{Load: ld}); o.ok {
+		t.Errorf("re-lists without a failed write hold: %+v", o)
+	}
+}

@@ -94,6 +94,9 @@ type Figures struct {
 	HeaderTimeout time.Duration `json:"headerTimeoutNs"`
 	// Lab names the lab profile when the folder is a lab run.
 	Lab string `json:"lab,omitempty"`
+	// Load is the cluster load the lab carried (run.json's extra.load,
+	// --lab-load); nil for a run without one.
+	Load *results.LoadRecord `json:"load,omitempty"`
 	// Disrupted is the summed disruption of every poller.
 	Disrupted time.Duration `json:"disruptedNs"`
 	// LongestRun is the most consecutive failed samples of one poller
@@ -265,6 +268,7 @@ func Measure(dir string) (*Figures, error) {
 		if d := run.Settings.ProbeTimeout.D(); d > 0 {
 			fig.HeaderTimeout = d * 4 / 5
 		}
+		fig.Load = run.Extra.Load
 		if l := run.Extra.Lab; l != nil {
 			fig.Lab = "healthy"
 			if l.Profile != "" {
