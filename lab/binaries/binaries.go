@@ -36,7 +36,7 @@ import (
 	"golang.org/x/term"
 )
 
-//go:embed kube-apiserver-*/*.src etcd/*.src prometheus/*.src
+//go:embed kube-apiserver-*/*.src kubelet-*/*.src pause/*.src etcd/*.src prometheus/*.src
 var sources embed.FS
 
 // Spec describes one buildable program.
@@ -126,6 +126,38 @@ func KubeAPIServerFor(version string) (Spec, error) {
 		have = append(have, s.Version+" ("+s.Release+")")
 	}
 	return Spec{}, fmt.Errorf("kube-apiserver %s is not one the lab builds: use one of %s, or pass --kube-apiserver PATH for any other build", version, strings.Join(have, ", "))
+}
+
+// Kubelet is the kubelet of the lab's default kube-apiserver release
+// (v1.34.4), built from the same k8s.io/kubernetes module and staging
+// replaces, for a lab node that runs pods for real (the in-cluster vantage's
+// pollers). Its module files are kube-apiserver's with cmd/kubelet pinned
+// instead, tidied so go.sum holds what the kubelet alone imports (cadvisor,
+// runc's libcontainer, the CRI client). It is not in All: only a lab with
+// pod-running nodes needs it.
+var Kubelet = Spec{
+	Name:    "kubelet",
+	Version: KubeAPIServer.Version,
+	Package: "k8s.io/kubernetes/cmd/kubelet",
+	LDFlags: KubeAPIServer.LDFlags,
+	Release: KubeAPIServer.Release,
+	dir:     "kubelet-" + KubeAPIServer.Version,
+	// Measured on 2 cores shared with other builds, with kube-apiserver's
+	// packages already in the Go build cache (docs/notes/incluster.md).
+	ColdBuild: 4 * time.Minute,
+}
+
+// Pause is the lab's pod sandbox program (a static Go binary that sleeps
+// until SIGTERM, reaping orphans as PID 1), from which the sandbox image is
+// built: containerd needs one for every pod and no registry is reachable.
+// The standard library only, so it links statically and builds in seconds.
+var Pause = Spec{
+	Name:      "pause",
+	Version:   "v1",
+	Package:   ".",
+	LDFlags:   "-s -w",
+	dir:       "pause",
+	ColdBuild: 10 * time.Second,
 }
 
 // Etcd is etcd v3.6.4, the version Kubernetes 1.34 pins.
